@@ -1,0 +1,72 @@
+// The engine as the MCP layer sees it: asynchronous execution on the server's io_context.
+// Every callback is invoked on the io_context's thread; nothing here blocks that thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/run.h"
+#include "sandbox/policy.h"
+
+namespace engine {
+
+struct IndexOptions {
+  std::optional<std::string> index_url;
+  std::vector<std::string> extra_index_urls;
+  std::vector<std::string> find_links;
+  bool offline = false;
+};
+
+struct EngineConfig {
+  std::optional<std::string> python_version;  // --python-version; empty = default interpreter
+  sandbox::Policy policy;                      // backend, network, limits
+  int max_timeout_seconds = 300;
+  int default_timeout_seconds = 30;
+  std::size_t max_output_bytes = 102400;
+  bool warm_cache = true;                       // false with --no-warm-cache
+  std::string uv_path = "uv";
+  std::vector<std::string> preload_modules;     // --preload (repeatable)
+  unsigned max_concurrent_runs = 0;             // 0 = 2 x cores
+  std::string cache_dir;                        // empty = $XDG_CACHE_HOME/mcp-python-exec-sandbox
+  std::uint64_t env_cache_max_mb = 4096;
+  unsigned max_zygotes = 4;
+  unsigned max_images = 4;
+  IndexOptions index;
+  std::string zygote_path;                      // empty = next to the server executable
+};
+
+class Engine {
+ public:
+  using ProgressFn = std::function<void(double progress, std::optional<double> total,
+                                        const std::string& message)>;
+  using DoneFn = std::function<void(RunResult)>;
+
+  // Cancels one run; the run's DoneFn is still called once, with EndReason::cancelled.
+  class RunHandle {
+   public:
+    virtual ~RunHandle() = default;
+    virtual void cancel() = 0;
+  };
+
+  virtual ~Engine() = default;
+
+  // Starts warming (default zygote, cache warming) in the background; returns at once.
+  virtual void start_warmup() = 0;
+  // Queues a run. `done` is called exactly once. `progress` may be empty.
+  virtual std::shared_ptr<RunHandle> execute(RunRequest request, ProgressFn progress,
+                                             DoneFn done) = 0;
+  // What check_environment reports, probed (not assumed). Calls `done` on the io thread.
+  virtual void environment_report(std::function<void(nlohmann::json)> done) = 0;
+  // Kills every run and zygote, reaps every child; then calls `done`.
+  virtual void shutdown(std::function<void()> done) = 0;
+};
+
+std::unique_ptr<Engine> make_engine(asio::io_context& io, EngineConfig config);
+
+}  // namespace engine

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine is missing to build, run and test the project:
+# C++ libraries and bubblewrap from Debian, Python packages the tests use from Debian, and the
+# e2e test clients from npm (with the lockfile). Idempotent: installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(
+  build-essential cmake pkg-config git
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libtomlplusplus-dev catch2 libseccomp-dev libasio-dev
+  bubblewrap libpython3-dev python3 python3-pip python3-venv python3-wheel python3-setuptools
+  python3-numpy python3-pandas python3-matplotlib
+  nodejs npm procps hyperfine
+)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  echo "install-deps: installing ${missing[*]}" >&2
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -d e2e_tests/node_modules ] || [ e2e_tests/package-lock.json -nt e2e_tests/node_modules ]; then
+  echo "install-deps: npm ci (e2e clients)" >&2
+  (cd e2e_tests && npm ci --no-audit --no-fund --loglevel=error)
+fi

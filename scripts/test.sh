@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds with warnings as errors, runs the Catch2
+# unit tests (plain and under ASan+UBSan), the e2e tests with real MCP clients (as the invoking
+# user and, when that is root, again as a freshly created unprivileged user), and the benchmark
+# harness in --quick smoke mode. Ends with one "N passed, N failed" line over the suites.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+passed=0; failed=0; failures=()
+suite() {  # suite NAME COMMAND...
+  local name=$1; shift
+  echo "=== $name" >&2
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+}
+
+scripts/install-deps.sh || { echo "install-deps failed" >&2; exit 1; }
+BUILD_DIR=build scripts/build.sh -DMPES_WERROR=ON || { echo "build failed" >&2; exit 1; }
+BUILD_DIR=build-asan BUILD_TYPE=Debug scripts/build.sh -DMPES_WERROR=ON -DMPES_SANITIZE=ON \
+  || { echo "sanitizer build failed" >&2; exit 1; }
+
+suite "unit" build/unit_tests
+suite "unit (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build-asan/unit_tests
+
+export MPES_SERVER="$root/build/mcp-python-exec-sandbox"
+suite "e2e ($(id -un))" bash -c 'cd e2e_tests && node --test --test-concurrency=1 --test-reporter=spec .'
+
+if [ "$(id -u)" -eq 0 ]; then
+  # The same e2e suite as an unprivileged user: the sandbox must hold without root too.
+  user=mpes-test
+  id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+  stage=$(mktemp -d /tmp/mpes-unpriv.XXXXXX)
+  mkdir -p "$stage/build"
+  cp build/mcp-python-exec-sandbox build/mcp-python-exec-sandbox-zygote "$stage/build/"
+  cp -r e2e_tests "$stage/e2e_tests"
+  chown -R "$user:$user" "$stage"; chmod 755 "$stage"
+  suite "e2e ($user)" runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="/home/$user" \
+    MPES_SERVER="$stage/build/mcp-python-exec-sandbox" \
+    bash -c "cd '$stage/e2e_tests' && node --test --test-concurrency=1 --test-reporter=spec ."
+  rm -rf "$stage"
+fi
+
+if [ -x bench/run.sh ]; then
+  suite "bench --quick" bench/run.sh --quick
+fi
+
+((failed)) && echo "failed suites: ${failures[*]}" >&2
+echo "suites: $passed passed, $failed failed"
+((failed == 0))
