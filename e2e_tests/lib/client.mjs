@@ -1,0 +1,30 @@
+// Shared helpers for e2e tests: start the built server under the real MCP SDK client.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+// MPES_SERVER points at the binary under test (scripts/test.sh sets it).
+export const serverPath =
+  process.env.MPES_SERVER ?? path.resolve(here, '../../build/mcp-python-exec-sandbox');
+
+// connect(['--flag', 'value']) -> { client, transport, stderr() } ; close with client.close().
+export async function connect(args = [], { env } = {}) {
+  const transport = new StdioClientTransport({
+    command: serverPath,
+    args,
+    env: { ...process.env, ...(env ?? {}) },
+    stderr: 'pipe',
+  });
+  let stderrText = '';
+  transport.stderr?.on('data', (d) => { stderrText += d.toString(); });
+  const client = new Client({ name: 'mpes-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, transport, stderr: () => stderrText };
+}
+
+// Text of a tool result's content, joined.
+export function textOf(result) {
+  return (result.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+}
