@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "sandbox/cgroup.h"
 #include "sandbox/policy.h"
 
 namespace sandbox {
@@ -13,11 +14,14 @@ namespace sandbox {
 struct ProbeResult {
   std::string bwrap_path;         // "" = not found
   std::string bwrap_version;
+  bool bwrap_disable_userns = false;  // bwrap knows --disable-userns (>= 0.8.0)
   bool userns_works = false;      // an unprivileged user namespace could be created
   bool seccomp_available = false;
   std::string cgroup_mode;        // e.g. "v2 delegated: <path>", "v1 memory+pids", "none"
   std::string memory_limit_mechanism;   // e.g. "cgroup v1 memory.limit_in_bytes", "RLIMIT_DATA"
   std::string process_limit_mechanism;  // e.g. "cgroup pids.max", "RLIMIT_NPROC"
+  std::string file_size_limit_mechanism;  // "RLIMIT_FSIZE"
+  std::string cpu_limit_mechanism;        // "RLIMIT_CPU (...)"
   std::string problem;            // "" when the native backend can run; else what is wrong
   std::string fix;                // the exact fix (package to install, sysctl, AppArmor profile)
   std::vector<std::pair<std::string, std::string>> details;  // extra "key: value" lines
@@ -25,6 +29,12 @@ struct ProbeResult {
   bool native_ready() const { return problem.empty(); }
 };
 
+// Probes everything; cgroups are only detected (find_cgroup_hierarchies, no changes made).
 ProbeResult probe_host(const Policy& policy);
+// The same, reporting the cgroup setup the server really prepared.
+ProbeResult probe_host(const Policy& policy, const CgroupSetup& cgroups);
+
+// Where bwrap is: $PATH, then /usr/bin/bwrap and /usr/local/bin/bwrap; "" when absent.
+std::string find_bwrap();
 
 }  // namespace sandbox

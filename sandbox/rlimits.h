@@ -6,7 +6,16 @@
 
 namespace sandbox {
 
+// Which limits no cgroup enforces on this host, so rlimits must stand in (see cgroup.h).
+struct RlimitFallbacks {
+  bool memory = true;     // RLIMIT_DATA = limits.memory_bytes (per process; never RLIMIT_AS)
+  bool processes = true;  // RLIMIT_NPROC = limits.max_processes (per user namespace + uid)
+};
+
 // Throws SetupError. `wall_timeout_seconds` is the CPU limit when limits.cpu_seconds == 0.
+// The two-argument form applies both fallbacks (fail closed when the caller does not know).
 void apply_rlimits(const Limits& limits, unsigned wall_timeout_seconds);
+void apply_rlimits(const Limits& limits, unsigned wall_timeout_seconds,
+                   const RlimitFallbacks& fallbacks);
 
 }  // namespace sandbox
