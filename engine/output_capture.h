@@ -1,0 +1,42 @@
+// One output stream of a run, kept within a byte limit: everything when it fits, else the head
+// and the tail (the end of a traceback matters most) with a marker saying how much was dropped.
+// Memory is bounded by about twice the limit whatever the script prints.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "engine/run.h"
+
+namespace engine {
+
+class OutputCapture {
+ public:
+  explicit OutputCapture(std::size_t limit_bytes);
+
+  void append(std::string_view chunk);
+  std::uint64_t total_bytes() const { return total_; }
+
+  // The kept text: valid UTF-8 (invalid bytes become U+FFFD), never longer than the limit,
+  // marker included; dropped_bytes counts the bytes of output left out between head and tail.
+  CapturedStream finish() const;
+
+  // "\n[... N bytes dropped ...]\n"
+  static std::string marker(std::uint64_t dropped_bytes);
+
+ private:
+  std::string tail_in_order() const;
+
+  std::size_t limit_;
+  std::string head_;         // the first `limit_` bytes
+  std::string tail_;         // ring buffer of the last bytes beyond the head, at most `limit_`
+  std::size_t tail_pos_ = 0; // where the next byte goes once the ring is full
+  std::uint64_t total_ = 0;
+};
+
+// Replaces every invalid UTF-8 sequence with U+FFFD (as Python's errors="replace" does).
+std::string sanitize_utf8(std::string_view bytes);
+
+}  // namespace engine
