@@ -12,7 +12,8 @@ function(mpes_embed_resources target ns header_dir)
             -DHEADER_INCLUDE=${header_dir}/${target}.h "-DINPUTS=${inputs}"
             -P "${PROJECT_SOURCE_DIR}/cmake/embed_resources_gen.cmake"
     DEPENDS ${inputs} "${PROJECT_SOURCE_DIR}/cmake/embed_resources_gen.cmake"
-    COMMENT "Embedding ${target}")
+    COMMENT "Embedding ${target}"
+    VERBATIM)
   add_library(${target} STATIC "${source}" "${header}")
   target_include_directories(${target} PUBLIC "${gen_dir}")
 endfunction()
