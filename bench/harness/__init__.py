@@ -1,0 +1,1 @@
+"""Benchmark harness for mcp-python-exec-sandbox (run it through bench/run.sh)."""

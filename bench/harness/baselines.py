@@ -1,0 +1,153 @@
+"""The architecture this server replaces, run per call on the same scripts.
+
+- bwrap+python: a fresh `bwrap <the Python server's profile> /usr/bin/python3 script.py` per call,
+  the Python server without uv's own overhead (so the ratio to it is conservative);
+- python: a fresh `/usr/bin/python3 script.py`, no sandbox at all;
+- uv: `uv run --script script.py` per call, when uv is installed.
+Each latency runs from just before the process is spawned to its output read and exit reaped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Optional
+
+from harness.workloads import Workload
+
+PYTHON = "/usr/bin/python3"
+
+# The minimal environment a run gets from the server too, so no host variable (PYTHONPATH, a
+# pyenv shim first on PATH) changes what the baselines do.
+_BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+             "PYTHONIOENCODING": "utf-8", "MPLBACKEND": "Agg"}
+
+
+def _bwrap_profile() -> list[str]:
+    """The Python server's bubblewrap profile: everything unshared, a read-only system, fresh
+    /proc, /dev and /tmp. Plus a new session, and the two /etc entries Debian's numpy needs to
+    find libblas (without them the numpy script cannot run at all)."""
+    argv = ["--unshare-all", "--die-with-parent", "--new-session"]
+    for path in ("/usr", "/lib", "/lib64", "/bin", "/sbin"):
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    for path in ("/etc/resolv.conf", "/etc/ssl", "/etc/alternatives", "/etc/ld.so.cache"):
+        if os.path.exists(path):
+            argv += ["--ro-bind", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    return argv
+
+
+@dataclass
+class Baseline:
+    key: str
+    title: str
+    available: bool
+    unavailable_reason: str = ""
+    version: str = ""
+    prefix: list[str] = field(default_factory=list)
+
+    def argv(self, workload: Workload, script_path: str) -> list[str]:
+        script_dir = os.path.dirname(script_path)
+        if self.key == "bwrap":
+            return (self.prefix + ["--bind", script_dir, script_dir, "--chdir", script_dir,
+                                    PYTHON, script_path])
+        if self.key == "uv":
+            argv = self.prefix + ["run", "--no-project", "--python", PYTHON]
+            for dep in workload.dependencies:
+                argv += ["--with", dep]
+            return argv + ["--script", script_path]
+        return [PYTHON, script_path]
+
+
+def _version_of(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return ""
+
+
+def discover(uv_path: str = "uv") -> list[Baseline]:
+    """Every baseline, with the reason when one cannot run on this host."""
+    out: list[Baseline] = []
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        out.append(Baseline("bwrap", "bwrap+python (per call)", False,
+                            "bwrap not found (apt-get install bubblewrap)"))
+    else:
+        b = Baseline("bwrap", "bwrap+python (per call)", True, version=_version_of([bwrap, "--version"]),
+                     prefix=[bwrap] + _bwrap_profile())
+        probe = subprocess.run(b.prefix + [PYTHON, "-c", "pass"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            b.available = False
+            b.unavailable_reason = f"bwrap cannot start a sandbox here: {probe.stderr.strip()[:300]}"
+        out.append(b)
+    if os.access(PYTHON, os.X_OK):
+        out.append(Baseline("python", "python (per call, no sandbox)", True,
+                            version=_version_of([PYTHON, "--version"])))
+    else:
+        out.append(Baseline("python", "python (per call, no sandbox)", False, f"{PYTHON} not found"))
+    uv = shutil.which(uv_path)
+    if uv is None:
+        out.append(Baseline("uv", "uv run --script (per call)", False,
+                            f"uv not found ({uv_path!r} is not on PATH)"))
+    else:
+        out.append(Baseline("uv", "uv run --script (per call)", True,
+                            version=_version_of([uv, "--version"]), prefix=[uv]))
+    return out
+
+
+@dataclass
+class CallResult:
+    latency_ns: int
+    error: Optional[str]
+
+
+class ScriptFiles:
+    """One directory per workload holding its script.py, under a private temporary root."""
+
+    def __init__(self, root: str):
+        self.root = root
+
+    def path_for(self, workload: Workload) -> str:
+        d = os.path.join(self.root, workload.key)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "script.py")
+        if not os.path.exists(path):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(workload.script)
+        return path
+
+
+def run_once(baseline: Baseline, workload: Workload, files: ScriptFiles) -> CallResult:
+    script = files.path_for(workload)
+    argv = baseline.argv(workload, script)
+    env = dict(_BASE_ENV, HOME=os.path.dirname(script), TMPDIR="/tmp")
+    t0 = time.perf_counter_ns()
+    try:
+        proc = subprocess.run(argv, cwd=os.path.dirname(script), env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=workload.timeout_seconds)
+    except subprocess.TimeoutExpired:
+        return CallResult(time.perf_counter_ns() - t0, f"timed out after {workload.timeout_seconds} s")
+    t1 = time.perf_counter_ns()
+    stdout = proc.stdout.decode("utf-8", "replace")
+    stderr = proc.stderr.decode("utf-8", "replace")
+    return CallResult(t1 - t0, workload.check(stdout, stderr, proc.returncode))
+
+
+def run_concurrent(baseline: Baseline, workload: Workload, files: ScriptFiles,
+                   in_flight: int, total: int) -> tuple[list[CallResult], float]:
+    """`total` calls with `in_flight` processes alive at a time; the results and the seconds the
+    whole batch took."""
+    files.path_for(workload)  # written once, before the clock starts
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=in_flight) as pool:
+        results = list(pool.map(lambda _: run_once(baseline, workload, files), range(total)))
+    return results, time.perf_counter() - t0

@@ -1,0 +1,291 @@
+"""bench/run.sh: measures the server against the per-call architecture it replaces, in one run.
+
+Exit status: 0 when the harness ran (whatever the numbers, and even when workloads failed: those
+are recorded in the report); 1 when the harness itself could not work (server missing or not
+starting, malformed JSON on its stdout); 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import tempfile
+import time
+import unittest
+from dataclasses import dataclass
+
+from harness import baselines as bl
+from harness import machine, memory, report, server_runs
+from harness.client import HarnessError
+from harness.stats import summarize_ns
+from harness.workloads import HELLO, PANDAS, SEQUENTIAL, sleeper
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONCURRENCY_LEVELS = (4, 16)
+# Large enough that 1 MiB of output comes back whole, so the client really receives it.
+DEFAULT_SERVER_ARGS = ["--max-output-bytes", str(2 << 20)]
+
+
+@dataclass
+class Plan:
+    warmup: int
+    server_iterations: int
+    baseline_iterations: int
+    throughput_requests: int
+    baseline_throughput_requests: int
+    cold_starts: int
+    memory_runs: int
+    sleep_seconds: float
+
+
+def _plan(args: argparse.Namespace) -> Plan:
+    cores = os.cpu_count() or 1
+    if args.quick:
+        plan = Plan(warmup=2, server_iterations=10, baseline_iterations=3, throughput_requests=32,
+                    baseline_throughput_requests=8, cold_starts=2, memory_runs=2, sleep_seconds=1.5)
+    else:
+        plan = Plan(warmup=20, server_iterations=300, baseline_iterations=40,
+                    throughput_requests=1000, baseline_throughput_requests=64, cold_starts=10,
+                    memory_runs=max(2, min(8, 2 * cores)), sleep_seconds=3.0)
+    if args.warmup is not None:
+        plan.warmup = args.warmup
+    if args.iterations is not None:
+        plan.server_iterations = args.iterations
+    if args.baseline_iterations is not None:
+        plan.baseline_iterations = args.baseline_iterations
+    if args.cold_starts is not None:
+        plan.cold_starts = args.cold_starts
+    return plan
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="bench/run.sh",
+        description="Benchmark the MCP server over stdio against fresh bwrap+python, python and "
+                    "uv processes per call; writes results.md, results.json and latency.svg.")
+    p.add_argument("--quick", action="store_true",
+                   help="few iterations: a smoke test that the harness works end to end")
+    p.add_argument("--server", default=os.path.join(REPO_ROOT, "build", "mcp-python-exec-sandbox"),
+                   help="server binary (default: build/mcp-python-exec-sandbox)")
+    p.add_argument("--out", default=os.path.join(REPO_ROOT, "bench", "results"),
+                   help="output directory (default: bench/results)")
+    p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument for the server (repeatable), e.g. --server-arg=--preload=json")
+    p.add_argument("--iterations", type=int, help="measured calls per workload on the server")
+    p.add_argument("--baseline-iterations", type=int, help="measured calls per workload per baseline")
+    p.add_argument("--warmup", type=int, help="unmeasured calls before each server workload")
+    p.add_argument("--cold-starts", type=int, help="fresh server processes for the start-up numbers")
+    p.add_argument("--no-baselines", action="store_true", help="measure the server only")
+    p.add_argument("--uv-path", default="uv", help="uv for the `uv run --script` baseline")
+    p.add_argument("--self-test", action="store_true",
+                   help="run only the harness's own unit tests (--quick runs them first too)")
+    args = p.parse_args(argv)
+    for name in ("iterations", "baseline_iterations", "cold_starts"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.warmup is not None and args.warmup < 0:
+        p.error("--warmup must be at least 0")
+    return args
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _lat(summary) -> str:
+    if not summary:
+        return "no successful runs"
+    return f"p50 {summary['p50']:.2f} ms, p90 {summary['p90']:.2f} ms, n={summary['n']}"
+
+
+def _server_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def run(args: argparse.Namespace) -> int:
+    plan = _plan(args)
+    server_path = os.path.abspath(args.server)
+    if not os.path.isfile(server_path) or not os.access(server_path, os.X_OK):
+        raise HarnessError(f"no server binary at {server_path}: build it with scripts/build.sh "
+                           f"or pass --server PATH")
+    out_dir = os.path.abspath(args.out)
+    log_dir = os.path.join(out_dir, "logs")
+    os.makedirs(log_dir, exist_ok=True)
+    server_args = DEFAULT_SERVER_ARGS + list(args.server_arg)
+
+    results: dict = {
+        "harness_version": 1,
+        "quick": args.quick,
+        "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "machine": machine.describe(REPO_ROOT),
+        "iterations": {"warmup": plan.warmup, "server": plan.server_iterations,
+                       "baseline": plan.baseline_iterations},
+        "server": {"path": server_path, "extra_args": server_args},
+        "baselines": [],
+        "sequential": {w.key: {"title": w.title, "systems": {}} for w in SEQUENTIAL},
+        "throughput": {str(n): {} for n in CONCURRENCY_LEVELS},
+    }
+    say(f"bench: {report.machine_line(results['machine'])}")
+    say(f"bench: server {server_path} {' '.join(server_args)}; results in {out_dir}"
+        + (" (quick)" if args.quick else ""))
+
+    launcher = server_runs.ServerLauncher([server_path] + server_args, _server_env(), log_dir)
+
+    # Start-up first, while no other server competes for the cores.
+    cold = [server_runs.cold_start(launcher, i + 1) for i in range(plan.cold_starts)]
+    results["cold_start"] = {
+        "runs": cold,
+        "initialize_ms": summarize_ns([int(c["initialize_ms"] * 1e6) for c in cold]),
+        "first_result_ms": summarize_ns([int(c["first_result_ms"] * 1e6) for c in cold
+                                         if c.get("first_result_ms") is not None and not c.get("error")]),
+        "shutdown_s": _summary_s([c["shutdown_s"] for c in cold]),
+    }
+    say(f"bench: initialize after start: {_lat(results['cold_start']['initialize_ms'])}; "
+        f"first result: {_lat(results['cold_start']['first_result_ms'])}")
+
+    session = server_runs.Session(launcher)
+    init = session.init_response.result or {}
+    results["server"]["info"] = init.get("serverInfo")
+    results["server"]["protocol_version"] = init.get("protocolVersion")
+    results["server"]["check_environment"] = server_runs.check_environment(session)
+
+    # Warm the default zygote, then its idle footprint and the cost of each concurrent run.
+    warm = server_runs.run_sequential(session, HELLO, 0, max(1, plan.warmup))
+    results["server"]["run"] = warm["run"]
+    if warm["first_error"]:
+        say(f"bench: WARNING: hello fails on the server: {warm['first_error'][:300]}")
+    mem: dict = {"idle": memory.tree_memory(session.server.proc.pid)}
+    mem["concurrent"] = server_runs.measure_concurrent_memory(
+        session, sleeper(plan.sleep_seconds), plan.memory_runs, settle_timeout=plan.sleep_seconds - 0.3)
+    results["memory"] = mem
+    say(f"bench: idle tree RSS {mem['idle']['total_rss_kb'] / 1024:.1f} MiB; extra PSS per "
+        f"concurrent run: {_kib_text(mem['concurrent']['extra_pss_kb_per_run'])}")
+
+    for w in SEQUENTIAL:
+        r = server_runs.run_sequential(session, w, plan.warmup, plan.server_iterations)
+        results["sequential"][w.key]["systems"]["server"] = r
+        say(f"bench: server {w.title}: {_lat(r['latency_ms'])}"
+            + (f"; {r['errors']} errors, first: {r['first_error'][:300]}" if r["errors"] else ""))
+
+    for n in CONCURRENCY_LEVELS:
+        r = server_runs.run_concurrent(session, HELLO, n, max(plan.throughput_requests, n))
+        results["throughput"][str(n)]["server"] = r
+        rps = f"{r['runs_per_s']:.0f} runs/s" if r["runs_per_s"] else "no successful runs"
+        say(f"bench: server hello, {n} in flight: {rps}"
+            + (f"; {r['errors']} errors, first: {r['first_error'][:300]}" if r["errors"] else ""))
+
+    mem["after_workloads"] = memory.tree_memory(session.server.proc.pid)
+    results["server"]["restarts"] = session.restarts
+    exit_info = session.close()
+    results["server"]["shutdown"] = {"status": exit_info.status, "seconds": exit_info.seconds_to_exit,
+                                     "killed": exit_info.killed}
+
+    if not args.no_baselines:
+        _run_baselines(args, plan, results)
+
+    results["machine"]["load_average_end"] = machine.load_average()
+    results["targets"] = report.evaluate_targets(results)
+    md = report.to_markdown(results)
+    with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
+        f.write(md + "\n")
+    report.write_json(results, os.path.join(out_dir, "results.json"))
+    why_no_chart = report.write_chart(results, os.path.join(out_dir, "latency.svg"))
+    if why_no_chart:
+        say(f"bench: no chart: {why_no_chart}")
+    say("")
+    say(md)
+    report.print_summary(results, say)
+    say(f"\nbench: wrote {out_dir}/results.md, results.json"
+        + ("" if why_no_chart else ", latency.svg"))
+    return 0
+
+
+def _run_baselines(args: argparse.Namespace, plan: Plan, results: dict) -> None:
+    found = bl.discover(args.uv_path)
+    results["baselines"] = [{"key": b.key, "title": b.title, "available": b.available,
+                             "unavailable_reason": b.unavailable_reason, "version": b.version}
+                            for b in found]
+    with tempfile.TemporaryDirectory(prefix="mpes-bench-") as tmp:
+        # World-readable so a sandbox started as another uid can still read the scripts.
+        os.chmod(tmp, 0o755)
+        files = bl.ScriptFiles(tmp)
+        for b in found:
+            if not b.available:
+                say(f"bench: SKIPPED baseline {b.title}: {b.unavailable_reason}")
+                for w in SEQUENTIAL:
+                    results["sequential"][w.key]["systems"][b.key] = {"skipped": b.unavailable_reason}
+                continue
+            for w in SEQUENTIAL:
+                n = plan.baseline_iterations
+                if w is PANDAS:
+                    n = max(2, n // 3)  # each call pays the cold imports
+                bl.run_once(b, w, files)  # one unmeasured call: page cache, script file
+                calls = [bl.run_once(b, w, files) for _ in range(n)]
+                r = _baseline_summary(calls)
+                results["sequential"][w.key]["systems"][b.key] = r
+                say(f"bench: {b.title} {w.title}: {_lat(r['latency_ms'])}"
+                    + (f"; {r['errors']} errors, first: {r['first_error'][:300]}" if r["errors"] else ""))
+            for level in CONCURRENCY_LEVELS:
+                total = max(plan.baseline_throughput_requests, level)
+                calls, seconds = bl.run_concurrent(b, HELLO, files, level, total)
+                r = _baseline_summary(calls)
+                ok = r["latency_ms"]["n"] if r["latency_ms"] else 0
+                r.update({"in_flight": level, "requests": total, "completed": ok, "seconds": seconds,
+                          "runs_per_s": ok / seconds if ok and seconds > 0 else None})
+                results["throughput"][str(level)][b.key] = r
+                rps = f"{r['runs_per_s']:.0f} runs/s" if r["runs_per_s"] else "no successful runs"
+                say(f"bench: {b.title} hello, {level} in flight: {rps}")
+
+
+def _baseline_summary(calls: list[bl.CallResult]) -> dict:
+    ok = [c.latency_ns for c in calls if c.error is None]
+    errors = [c.error for c in calls if c.error is not None]
+    return {"latency_ms": summarize_ns(ok), "samples_ms": [s / 1e6 for s in ok],
+            "errors": len(errors), "first_error": errors[0] if errors else None}
+
+
+def _summary_s(values: list[float]):
+    s = summarize_ns([int(v * 1e9) for v in values])
+    if s is None:
+        return None
+    return {k: (v / 1000 if k != "n" else v) for k, v in s.items()}
+
+
+def _kib_text(kb) -> str:
+    return "unknown" if kb is None else f"{kb / 1024:.2f} MiB"
+
+
+def self_test() -> bool:
+    """The harness's own unit tests; a failure means the harness is broken."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    suite = unittest.defaultTestLoader.discover(os.path.join(here, "tests"),
+                                                top_level_dir=os.path.dirname(here))
+    result = unittest.TextTestRunner(stream=sys.stderr, verbosity=1).run(suite)
+    return result.wasSuccessful()
+
+
+def main(argv: list[str]) -> int:
+    args = _parse(argv)
+    started = time.monotonic()
+    if args.self_test or args.quick:
+        say("bench: harness self-test")
+        if not self_test():
+            print("bench: ERROR: the harness's own tests failed", file=sys.stderr, flush=True)
+            return 1
+        if args.self_test:
+            return 0
+    try:
+        status = run(args)
+    except HarnessError as e:
+        print(f"bench: ERROR: {e}", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+    say(f"bench: done in {time.monotonic() - started:.0f} s")
+    return status

@@ -1,0 +1,357 @@
+"""Turns the results dict into the Markdown table, the JSON file, the targets and the chart."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Optional
+
+MIB_KB = 1024  # smaps reports kB (KiB)
+
+# The issue's targets, on the fully sandboxed native backend; p50 unless said. Printed next to
+# the measured values; never a reason to fail.
+TARGETS = (
+    ("hello_p50", "hello round trip (p50)", "≤ 1.5 ms"),
+    ("hello_ratio", "hello: bwrap+python p50 / server p50", "≥ 10×"),
+    ("pandas_ratio", "numpy+pandas: bwrap+python p50 / server p50", "≥ 25×"),
+    ("throughput4", "throughput, hello, 4 in flight", "≥ 500 runs/s"),
+    ("initialize", "initialize answered after process start (p50)", "≤ 20 ms"),
+    ("first_result", "first hello result after process start (p50)", "≤ 150 ms"),
+    ("idle_rss", "server + default zygote RSS (idle)", "≤ 60 MiB"),
+    ("pss_per_run", "extra PSS per concurrent hello run", "≤ 2 MiB"),
+)
+
+SYSTEM_ORDER = ("server", "bwrap", "python", "uv")
+
+
+def _get(d: Optional[dict], *path):
+    for key in path:
+        if not isinstance(d, dict) or key not in d or d[key] is None:
+            return None
+        d = d[key]
+    return d
+
+
+def _p50(results: dict, workload: str, system: str) -> Optional[float]:
+    return _get(results, "sequential", workload, "systems", system, "latency_ms", "p50")
+
+
+def _verdict(value: Optional[float], limit: float, at_most: bool) -> str:
+    if value is None:
+        return "n/a"
+    ok = value <= limit if at_most else value >= limit
+    return "met" if ok else "NOT met"
+
+
+def evaluate_targets(results: dict) -> list[dict]:
+    hello = _p50(results, "hello", "server")
+    hello_b = _p50(results, "hello", "bwrap")
+    pandas = _p50(results, "pandas", "server")
+    pandas_b = _p50(results, "pandas", "bwrap")
+    tp4 = _get(results, "throughput", "4", "server", "runs_per_s")
+    init = _get(results, "cold_start", "initialize_ms", "p50")
+    first = _get(results, "cold_start", "first_result_ms", "p50")
+    idle_rss_kb = _get(results, "memory", "idle", "total_rss_kb")
+    pss_run_kb = _get(results, "memory", "concurrent", "extra_pss_kb_per_run")
+
+    def ratio(base, ours):
+        return base / ours if base is not None and ours else None
+
+    hello_ratio = ratio(hello_b, hello)
+    pandas_ratio = ratio(pandas_b, pandas)
+    idle_rss = idle_rss_kb / MIB_KB if idle_rss_kb is not None else None
+    pss_run = pss_run_kb / MIB_KB if pss_run_kb is not None else None
+    measured = {
+        "hello_p50": (hello, f"{hello:.2f} ms" if hello is not None else "—", _verdict(hello, 1.5, True)),
+        "hello_ratio": (hello_ratio, f"{hello_ratio:.1f}×" if hello_ratio else "—",
+                        _verdict(hello_ratio, 10, False)),
+        "pandas_ratio": (pandas_ratio, f"{pandas_ratio:.1f}×" if pandas_ratio else "—",
+                         _verdict(pandas_ratio, 25, False)),
+        "throughput4": (tp4, f"{tp4:.0f} runs/s" if tp4 is not None else "—", _verdict(tp4, 500, False)),
+        "initialize": (init, f"{init:.1f} ms" if init is not None else "—", _verdict(init, 20, True)),
+        "first_result": (first, f"{first:.1f} ms" if first is not None else "—",
+                         _verdict(first, 150, True)),
+        "idle_rss": (idle_rss, f"{idle_rss:.1f} MiB" if idle_rss is not None else "—",
+                     _verdict(idle_rss, 60, True)),
+        "pss_per_run": (pss_run, f"{pss_run:.2f} MiB" if pss_run is not None else "—",
+                        _verdict(pss_run, 2, True)),
+    }
+    return [{"key": key, "what": what, "target": target, "value": measured[key][0],
+             "measured": measured[key][1], "status": measured[key][2]}
+            for key, what, target in TARGETS]
+
+
+# ---- Markdown ------------------------------------------------------------------------------
+
+def _ms(v: Optional[float]) -> str:
+    if v is None:
+        return "—"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def _mib(kb: Optional[float]) -> str:
+    return "—" if kb is None else f"{kb / MIB_KB:.1f}"
+
+
+def _system_title(results: dict, key: str) -> str:
+    if key == "server":
+        return "**this server**"
+    for b in results.get("baselines", []):
+        if b["key"] == key:
+            return b["title"]
+    return key
+
+
+def machine_line(m: dict) -> str:
+    mem = f", {m['memory_gib']:.0f} GiB RAM" if m.get("memory_gib") else ""
+    return (f"{m.get('cpu_model')} ({m.get('cores')} cores{mem}), {m.get('os')}, "
+            f"kernel {m.get('kernel')}, {m.get('python_baselines')} (/usr/bin/python3), "
+            f"{m.get('bwrap')}")
+
+
+def to_markdown(results: dict) -> str:
+    m = results["machine"]
+    srv = results.get("server", {})
+    run = srv.get("run") or {}
+    lines = ["# Benchmark results", ""]
+    lines.append(f"- Machine: {machine_line(m)}.")
+    info = srv.get("info") or {}
+    lines.append(f"- Server: `{srv.get('path')}` {info.get('version', '')} "
+                 f"(commit {m.get('commit') or 'unknown'}), sandbox: {run.get('sandbox', 'unknown')}, "
+                 f"Python {run.get('python_version', 'unknown')}, "
+                 f"execution path: {run.get('execution_path', 'unknown')}; "
+                 f"extra flags: `{' '.join(srv.get('extra_args', [])) or 'none'}`.")
+    mode = "quick (smoke test: too few iterations to quote)" if results.get("quick") else "full"
+    it = results.get("iterations", {})
+    base = f", baselines {it.get('baseline')} calls" if results.get("baselines") else ", no baselines"
+    lines.append(f"- Run: {results.get('started_at')}, {mode}; server {it.get('server')} calls per "
+                 f"workload after {it.get('warmup')} warm-up calls{base}; latency = request written → "
+                 f"response parsed (server), spawn → output read and exit reaped (baselines).")
+    la0, la1 = m.get("load_average_start"), m.get("load_average_end")
+    if la0:
+        lines.append(f"- Load average (1/5/15 min) at start {la0}" + (f", at end {la1}" if la1 else "")
+                     + ": anything else running on the machine skews the numbers.")
+    for b in results.get("baselines", []):
+        if not b["available"]:
+            lines.append(f"- Skipped baseline {b['title']}: {b['unavailable_reason']}.")
+    if srv.get("restarts"):
+        lines.append(f"- The server died and was restarted {srv['restarts']} time(s) during the run.")
+    lines.append("")
+
+    lines += ["## Targets (p50 unless said; never a pass/fail of the harness)", "",
+              "| target | goal | measured | |", "|---|---|---|---|"]
+    for t in results.get("targets", []):
+        lines.append(f"| {t['what']} | {t['target']} | {t['measured']} | {t['status']} |")
+    lines.append("")
+
+    lines += ["## Latency per call (ms)", "",
+              "| workload | system | n | p50 | p90 | p99 | mean | min | max | p50 ÷ server p50 |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for wkey, w in results.get("sequential", {}).items():
+        server_p50 = _p50(results, wkey, "server")
+        for skey in SYSTEM_ORDER:
+            s = w["systems"].get(skey)
+            if s is None or s.get("skipped"):
+                continue
+            lat = s.get("latency_ms")
+            ratio = "—"
+            if skey != "server" and lat and server_p50:
+                ratio = f"{lat['p50'] / server_p50:.1f}×"
+            elif skey == "server":
+                ratio = "1×" if lat else "—"
+            err = f" ({s['errors']} errors)" if s.get("errors") else ""
+            if lat:
+                lines.append(f"| {w['title']} | {_system_title(results, skey)}{err} | {lat['n']} | "
+                             f"{_ms(lat['p50'])} | {_ms(lat['p90'])} | {_ms(lat['p99'])} | "
+                             f"{_ms(lat['mean'])} | {_ms(lat['min'])} | {_ms(lat['max'])} | {ratio} |")
+            else:
+                lines.append(f"| {w['title']} | {_system_title(results, skey)}{err} | 0 | "
+                             f"failed | | | | | | |")
+    lines.append("")
+
+    lines += ["## Throughput (hello, requests in flight)", "",
+              "| in flight | system | runs/s | p50 ms | p99 ms | completed |",
+              "|---:|---|---:|---:|---:|---:|"]
+    for n, per in results.get("throughput", {}).items():
+        for skey in SYSTEM_ORDER:
+            s = per.get(skey)
+            if s is None or s.get("skipped"):
+                continue
+            rps = f"{s['runs_per_s']:.0f}" if s.get("runs_per_s") else "—"
+            lat = s.get("latency_ms") or {}
+            lines.append(f"| {n} | {_system_title(results, skey)} | {rps} | {_ms(lat.get('p50'))} | "
+                         f"{_ms(lat.get('p99'))} | {s.get('completed')}/{s.get('requests')} |")
+    lines.append("")
+
+    cs = results.get("cold_start") or {}
+    if cs:
+        lines += ["## Start-up (a fresh server process each time)", "",
+                  "| from process start to | n | p50 ms | p90 ms | min ms | max ms |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for key, title in (("initialize_ms", "`initialize` answered"),
+                           ("first_result_ms", "first `print('hello')` result")):
+            s = cs.get(key)
+            if s:
+                lines.append(f"| {title} | {s['n']} | {_ms(s['p50'])} | {_ms(s['p90'])} | "
+                             f"{_ms(s['min'])} | {_ms(s['max'])} |")
+        sd = cs.get("shutdown_s")
+        if sd:
+            lines.append(f"| stdin closed → exit (shutdown) | {sd['n']} | {_ms(sd['p50'] * 1000)} | "
+                         f"{_ms(sd['p90'] * 1000)} | {_ms(sd['min'] * 1000)} | {_ms(sd['max'] * 1000)} |")
+        lines.append("")
+
+    mem = results.get("memory") or {}
+    if mem:
+        lines += ["## Memory (server process tree)", ""]
+        for key, title in (("idle", "idle after warm-up (server + default zygote)"),
+                           ("after_workloads", "after every workload (incl. the pandas environment)")):
+            tree = mem.get(key)
+            if not tree:
+                continue
+            lines += [f"{title}:", "", "| process | pid | RSS MiB | PSS MiB |", "|---|---:|---:|---:|"]
+            for p in tree["processes"]:
+                lines.append(f"| {p['argv0']} | {p['pid']} | {_mib(p['rss_kb'])} | {_mib(p['pss_kb'])} |")
+            lines.append(f"| **total** ({tree['count']} processes) | | {_mib(tree['total_rss_kb'])} | "
+                         f"{_mib(tree['total_pss_kb'])} |")
+            lines.append("")
+        c = mem.get("concurrent")
+        if c:
+            lines.append(f"With {c['runs_in_flight']} sleeping hello runs in flight "
+                         f"({c['processes_added']} processes added): PSS "
+                         f"{_mib(_get(c, 'idle', 'total_pss_kb'))} → {_mib(_get(c, 'busy', 'total_pss_kb'))} MiB, "
+                         f"extra PSS per run {_mib(c.get('extra_pss_kb_per_run'))} MiB, "
+                         f"extra RSS per run {_mib(c.get('extra_rss_kb_per_run'))} MiB.")
+            lines.append("")
+
+    errs = collect_errors(results)
+    if errs:
+        lines += ["## Errors", ""]
+        lines += [f"- {e}" for e in errs]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def collect_errors(results: dict) -> list[str]:
+    out: list[str] = []
+    for wkey, w in results.get("sequential", {}).items():
+        for skey, s in w["systems"].items():
+            if s.get("first_error"):
+                out.append(f"{w['title']} on {skey}: {s['errors']} failed; first: "
+                           f"{_oneline(s['first_error'])}")
+    for n, per in results.get("throughput", {}).items():
+        for skey, s in per.items():
+            if s.get("first_error"):
+                out.append(f"throughput {n} in flight on {skey}: {s['errors']} failed; first: "
+                           f"{_oneline(s['first_error'])}")
+    for run in (results.get("cold_start") or {}).get("runs", []):
+        if run.get("error"):
+            out.append(f"cold start: {_oneline(run['error'])}")
+    c = _get(results, "memory", "concurrent")
+    if c and c.get("first_error"):
+        out.append(f"memory (concurrent sleeps): {_oneline(c['first_error'])}")
+    env = _get(results, "server", "check_environment")
+    if env and env.get("error"):
+        out.append(f"check_environment: {_oneline(env['error'])}")
+    return out
+
+
+def _oneline(text: str, limit: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
+# ---- files ---------------------------------------------------------------------------------
+
+def write_json(results: dict, path: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+def write_chart(results: dict, path: str) -> Optional[str]:
+    """SVG of the latency distributions; returns why not when matplotlib is unavailable."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        return f"matplotlib is not available ({e}); install python3-matplotlib for the chart"
+    matplotlib.rcParams["svg.hashsalt"] = "mpes-bench"  # stable ids: diffs show real changes
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: small and searchable
+    seq = results.get("sequential", {})
+    panels = [(w["title"], w["systems"]) for w in seq.values()]
+    n_panels = len(panels) + 1
+    cols = 2
+    rows = (n_panels + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(12, 2.6 * rows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    colours = {"server": "#1b7837", "bwrap": "#b2182b", "python": "#2166ac", "uv": "#762a83"}
+    for ax, (title, systems) in zip(flat, panels):
+        data, labels, cols_used = [], [], []
+        for skey in SYSTEM_ORDER:
+            s = systems.get(skey)
+            if s and s.get("samples_ms"):
+                data.append(s["samples_ms"])
+                labels.append(_system_title(results, skey).strip("*"))
+                cols_used.append(colours[skey])
+        ax.set_title(title, fontsize=10)
+        if not data:
+            ax.text(0.5, 0.5, "no successful runs", ha="center", va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+            continue
+        box = ax.boxplot(data[::-1], vert=False, whis=(1, 99), showfliers=False, patch_artist=True,
+                         widths=0.6)
+        for patch, colour in zip(box["boxes"], cols_used[::-1]):
+            patch.set_facecolor(colour)
+            patch.set_alpha(0.6)
+        ax.set_yticks(range(1, len(labels) + 1), labels[::-1], fontsize=8)
+        ax.set_xscale("log")
+        _plain_log_ticks(ax)
+        ax.set_xlabel("ms per call (log; box p25–p75, whiskers p1–p99)", fontsize=8)
+        ax.grid(axis="x", which="both", alpha=0.3)
+    tp_ax = flat[len(panels)]
+    tp = results.get("throughput", {})
+    bars, widths, bar_cols = [], [], []
+    for n, per in tp.items():
+        for skey in SYSTEM_ORDER:
+            s = per.get(skey)
+            if s and s.get("runs_per_s"):
+                name = _system_title(results, skey).strip("*").split(" (")[0]
+                bars.append(f"{name}, {n} in flight")
+                widths.append(s["runs_per_s"])
+                bar_cols.append(colours[skey])
+    tp_ax.set_title("throughput, print('hello'), one connection / N processes", fontsize=10)
+    if bars:
+        ys = range(len(bars))[::-1]
+        tp_ax.barh(list(ys), widths, color=bar_cols, alpha=0.7)
+        tp_ax.set_yticks(list(ys), bars, fontsize=8)
+        tp_ax.set_xscale("log")
+        tp_ax.set_xlabel("runs/s (log)", fontsize=8)
+        _plain_log_ticks(tp_ax)
+    for ax in flat[n_panels:]:
+        ax.set_axis_off()
+    fig.suptitle(f"mcp-python-exec-sandbox vs per-call baselines\n{machine_line(results['machine'])}",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return None
+
+
+def _plain_log_ticks(ax) -> None:
+    """Log axes labelled 0.5, 1, 2, 5, 10 ... instead of powers of ten."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def print_summary(results: dict, printer) -> None:
+    printer("")
+    printer("targets (informational; the harness never fails on them):")
+    for t in results.get("targets", []):
+        printer(f"  {t['what']:<50} goal {t['target']:<14} measured {t['measured']:<14} {t['status']}")

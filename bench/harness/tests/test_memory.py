@@ -1,0 +1,49 @@
+import os
+import signal
+import subprocess
+import sys
+import unittest
+
+from harness import memory
+
+
+class MemoryTest(unittest.TestCase):
+    def test_tree_holds_a_grandchild_with_its_memory(self):
+        # A child that starts a grandchild, both sleeping until killed.
+        child = subprocess.Popen([sys.executable, "-c",
+                                  "import subprocess, sys, time\n"
+                                  "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+                                  "print('started', flush=True)\n"
+                                  "time.sleep(30)\n"], stdout=subprocess.PIPE,
+                                 start_new_session=True)
+
+        def cleanup():
+            os.killpg(child.pid, signal.SIGKILL)  # the child's own group: it and the grandchild
+            child.wait()
+            child.stdout.close()
+        self.addCleanup(cleanup)
+        child.stdout.readline()
+        tree = memory.wait_for_settled_tree(os.getpid(), 3, timeout=5, quiet=0.1)
+        pids = [p["pid"] for p in tree["processes"]]
+        self.assertEqual(pids[0], os.getpid())
+        self.assertIn(child.pid, pids)
+        grandchildren = [p for p in tree["processes"] if p["ppid"] == child.pid]
+        self.assertEqual(len(grandchildren), 1)
+        for p in tree["processes"]:
+            self.assertGreater(p["rss_kb"], 0)
+        self.assertEqual(tree["total_rss_kb"], sum(p["rss_kb"] for p in tree["processes"]))
+
+    def test_own_pss_is_at_most_rss(self):
+        me = memory.process_memory(os.getpid())
+        self.assertIsNotNone(me["pss_kb"])
+        self.assertGreater(me["pss_kb"], 0)
+        self.assertLessEqual(me["pss_kb"], me["rss_kb"])
+
+    def test_gone_process_has_no_memory(self):
+        p = subprocess.Popen(["true"])
+        p.wait()
+        self.assertIsNone(memory.process_memory(p.pid))
+
+
+if __name__ == "__main__":
+    unittest.main()
