@@ -1,2 +1,72 @@
-# Zygote boot stub: runs once inside the embedded interpreter before the zygote starts forking.
-# (Filled in by the engine work.)
+# Zygote boot stub: runs once in the embedded interpreter, in the zygote's __main__, before the
+# zygote starts forking. Configuration arrives in MPES_* environment variables (removed here);
+# warnings go to the file descriptor MPES_REPORT_FD as text lines for the server.
+import os
+import sys
+
+
+def _mpes_boot():
+    env = os.environ
+    cfg = {k: env.pop(k, "") for k in ("MPES_EXECUTABLE", "MPES_PRELOAD", "MPES_RUN_PATH",
+                                       "MPES_REPORT_FD")}
+    # The zygote never writes bytecode into the interpreter's (read-only) tree; runs may.
+    sys.dont_write_bytecode = True
+    if cfg["MPES_EXECUTABLE"]:
+        # An embedded interpreter would name the zygote binary; scripts expect the interpreter.
+        sys.executable = cfg["MPES_EXECUTABLE"]
+        sys._base_executable = cfg["MPES_EXECUTABLE"]
+    global _MPES_RUN_PATH
+    _MPES_RUN_PATH = cfg["MPES_RUN_PATH"] or "/usr/local/bin:/usr/bin:/bin"
+
+    warnings = []
+    for name in filter(None, cfg["MPES_PRELOAD"].split(",")):
+        try:
+            __import__(name)
+        except BaseException as e:  # a broken module must not stop the zygote
+            warnings.append(f"preload {name} skipped: {type(e).__name__}: {e}")
+            continue
+        try:
+            threads = len(os.listdir("/proc/self/task"))
+        except OSError:
+            threads = 1
+        if threads > 1:
+            warnings.append(f"preload {name} started {threads - 1} thread(s): the zygote cannot "
+                            "fork safely and will refuse runs")
+
+    # Everything the runner needs, imported once here rather than in every run.
+    import atexit, builtins, importlib.util, io, linecache, tokenize, types  # noqa: F401,E401
+
+    os.register_at_fork(after_in_child=_mpes_reseed_after_fork)
+    import gc
+    gc.collect()
+    # Objects of the warm interpreter move to the permanent generation: collections in the
+    # children never touch (and so never copy) their pages.
+    gc.freeze()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    if cfg["MPES_REPORT_FD"]:
+        fd = int(cfg["MPES_REPORT_FD"])
+        os.write(fd, "\n".join(warnings).encode("utf-8", "replace"))
+        os.close(fd)
+
+
+_mpes_zygote = True
+
+
+def _mpes_reseed_after_fork():
+    # CPython reseeds `random` itself; numpy's legacy global generator must be reseeded too, or
+    # every run would draw the same numbers. Only for the fork out of the zygote.
+    if not _mpes_zygote:
+        return
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None:
+        try:
+            np_random.seed()
+        except Exception:
+            pass
+
+
+_mpes_boot()

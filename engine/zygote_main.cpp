@@ -1,0 +1,541 @@
+// The zygote: a small single-threaded process that loads one interpreter's libpython at run
+// time, warms it (boot stub, preloads, gc.freeze), then forks one disposable child per run on
+// request from the server (engine/zygote_protocol.h). It never runs user code itself.
+//
+// Per run (native backend):
+//   zygote --clone(new user/pid/mount/ipc/uts/cgroup[/net] namespaces)--> init (pid 1)
+//     init: cgroup join, id maps, mounts; fork --> script process: rlimits, identity, seccomp,
+//           runner stub (the script); init then only reaps and reports the script's status
+//           through a per-run status pipe, so a script dying of a signal is reported as such.
+// With the none backend the script process is a plain fork, in a fresh temporary work dir.
+//
+// No spdlog here: diagnostics go to stderr, which the server reads and logs.
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/libpython.h"
+#include "engine/zygote_protocol.h"
+#include "python_stubs/mpes_python_stubs.h"
+#include "sandbox/child_setup.h"
+#include "sandbox/namespaces.h"
+#include "sandbox/seccomp_filter.h"
+#include "sandbox/setup_error.h"
+#include "sandbox/unique_fd.h"
+
+namespace {
+
+namespace z = engine::zygote;
+using sandbox::UniqueFd;
+
+// Exit status of a run process whose sandbox setup failed (the status pipe says so; the code
+// itself is never shown as the script's).
+constexpr int kSetupFailedExit = 125;
+
+struct Options {
+  std::string libpython;
+  std::string home;        // PYTHONHOME: the interpreter's prefix
+  std::string executable;  // sys.executable for scripts
+  std::string run_path;    // $PATH of runs
+  std::string preload;     // comma-separated modules
+  bool isolate = true;     // native backend
+  bool network = true;
+  sandbox::Limits limits;
+  sandbox::RlimitFallbacks fallbacks;
+};
+
+void log(const std::string& text) {
+  const std::string line = "zygote: " + text + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(2, line.data(), line.size());
+}
+
+[[noreturn]] void usage(const std::string& problem) {
+  log(problem);
+  log("usage: mcp-python-exec-sandbox-zygote --libpython PATH --home PREFIX [--executable PATH] "
+      "[--run-path PATH] [--preload A,B] [--backend native|none] [--network on|off] "
+      "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
+      "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
+      "(control socket on fd 3; started by mcp-python-exec-sandbox)");
+  std::exit(2);
+}
+
+std::uint64_t number(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0') usage("bad number for " + flag + ": " + text);
+  return v;
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage("missing value for " + flag);
+    const std::string value = argv[++i];
+    if (flag == "--libpython") o.libpython = value;
+    else if (flag == "--home") o.home = value;
+    else if (flag == "--executable") o.executable = value;
+    else if (flag == "--run-path") o.run_path = value;
+    else if (flag == "--preload") o.preload = value;
+    else if (flag == "--backend") o.isolate = value != "none";
+    else if (flag == "--network") o.network = value != "off";
+    else if (flag == "--tmpfs-bytes") o.limits.tmpfs_bytes = number(flag, value);
+    else if (flag == "--memory-bytes") o.limits.memory_bytes = number(flag, value);
+    else if (flag == "--max-processes") o.limits.max_processes = static_cast<std::uint32_t>(number(flag, value));
+    else if (flag == "--cpu-seconds") o.limits.cpu_seconds = static_cast<std::uint32_t>(number(flag, value));
+    else if (flag == "--file-size-bytes") o.limits.file_size_bytes = number(flag, value);
+    else if (flag == "--open-files") o.limits.open_files = static_cast<std::uint32_t>(number(flag, value));
+    else if (flag == "--rlimit-memory") o.fallbacks.memory = value != "0";
+    else if (flag == "--rlimit-processes") o.fallbacks.processes = value != "0";
+    else usage("unknown option " + flag);
+  }
+  if (o.libpython.empty() || o.home.empty()) usage("--libpython and --home are required");
+  return o;
+}
+
+std::uint64_t own_rss_bytes() {
+  UniqueFd fd(::open("/proc/self/statm", O_RDONLY | O_CLOEXEC));
+  if (!fd) return 0;
+  char buf[128] = {};
+  if (::read(fd.get(), buf, sizeof buf - 1) <= 0) return 0;
+  unsigned long long size = 0, resident = 0;
+  if (std::sscanf(buf, "%llu %llu", &size, &resident) != 2) return 0;
+  return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// Threads of this process; forking is only safe with exactly one.
+int count_tasks() {
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  int n = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(dir);
+  return n;
+}
+
+// One record on a run's status pipe (init -> zygote), written atomically (< PIPE_BUF).
+struct StatusRecord {
+  enum Kind : std::uint32_t { script_exited = 1, setup_failed = 2 };
+  std::uint32_t kind = 0;
+  std::int32_t wait_status = 0;
+  char text[248] = {};
+};
+static_assert(sizeof(StatusRecord) <= PIPE_BUF);
+
+constexpr int kStatusFd = 4;  // in the run's processes, while setting up
+
+void write_record(const StatusRecord& record) {
+  [[maybe_unused]] const ssize_t n = ::write(kStatusFd, &record, sizeof record);
+}
+
+[[noreturn]] void setup_failed(const char* what) {
+  StatusRecord record;
+  record.kind = StatusRecord::setup_failed;
+  std::snprintf(record.text, sizeof record.text, "%s", what);
+  write_record(record);
+  // The run's stderr says it too, for whoever reads the output.
+  const std::string line = std::string("sandbox setup failed: ") + what + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(2, line.data(), line.size());
+  ::_exit(kSetupFailedExit);
+}
+
+class Zygote {
+ public:
+  Zygote(Options options, engine::LibPython python)
+      : options_(std::move(options)), py_(python) {}
+
+  int start();
+
+ private:
+  struct Child {
+    std::uint64_t run_id = 0;
+    UniqueFd status;       // read end of the run's status pipe
+    std::string work_dir;  // none backend: the temporary work dir to remove
+  };
+
+  void handle_control();
+  void handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds);
+  void reap();
+  void refuse(std::uint64_t run_id, const std::string& reason);
+  [[noreturn]] void run_init(const sandbox::ChildSpec& spec);
+  [[noreturn]] void run_script(const sandbox::ChildSpec& spec);
+  void kill_all_children();
+
+  Options options_;
+  engine::LibPython py_;
+  std::optional<sandbox::SeccompProgram> seccomp_;
+  UniqueFd signal_fd_;
+  std::map<pid_t, Child> children_;
+  bool stopping_ = false;
+};
+
+int Zygote::start() {
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  if (::sigprocmask(SIG_BLOCK, &chld, nullptr) != 0) {
+    log(std::string("sigprocmask: ") + std::strerror(errno));
+    return 1;
+  }
+  signal_fd_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signal_fd_) {
+    log(std::string("signalfd: ") + std::strerror(errno));
+    return 1;
+  }
+
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    log(std::string("pipe: ") + std::strerror(errno));
+    return 1;
+  }
+  UniqueFd report_rd(report[0]);
+  ::setenv("MPES_REPORT_FD", std::to_string(report[1]).c_str(), 1);
+
+  py_.Py_InitializeEx(1);
+  if (!py_.Py_IsInitialized()) {
+    log("the interpreter failed to initialise (PYTHONHOME=" + options_.home + ")");
+    return 3;
+  }
+  if (py_.run(std::string(python_stubs::boot())) != 0 ||
+      py_.run(std::string(python_stubs::runner())) != 0) {
+    log("the boot stub failed (traceback above)");
+    return 3;
+  }
+  std::string warnings;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(report_rd.get(), buf, sizeof buf)) > 0;) warnings.append(buf, static_cast<std::size_t>(n));
+  report_rd.reset();
+  if (!warnings.empty()) log(warnings);
+
+  if (options_.isolate) {
+    try {
+      sandbox::Policy policy;
+      policy.network = options_.network;
+      policy.limits = options_.limits;
+      seccomp_ = sandbox::SeccompProgram::compile(policy);
+    } catch (const std::exception& e) {
+      log(std::string("cannot compile the seccomp filter: ") + e.what());
+      return 4;
+    }
+  }
+
+  z::ReadyMessage ready;
+  const std::string version = py_.Py_GetVersion();
+  ready.python_version = version.substr(0, version.find(' '));
+  ready.rss_bytes = own_rss_bytes();
+  ready.tasks = static_cast<std::uint32_t>(count_tasks());
+  ready.warnings = warnings;
+  if (const int err = z::send_message(z::kControlFd, ready); err != 0) {
+    log(std::string("cannot send READY: ") + std::strerror(err));
+    return 1;
+  }
+
+  pollfd fds[2] = {{z::kControlFd, POLLIN, 0}, {signal_fd_.get(), POLLIN, 0}};
+  while (!stopping_) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      log(std::string("poll: ") + std::strerror(errno));
+      return 1;
+    }
+    if (fds[1].revents != 0) reap();
+    if (fds[0].revents != 0) handle_control();
+  }
+  // Stopping: every run was killed; reap them all before leaving.
+  while (!children_.empty()) {
+    reap();
+    if (!children_.empty()) ::usleep(1000);
+  }
+  return 0;
+}
+
+void Zygote::handle_control() {
+  for (;;) {
+    z::Received got = z::receive_message(z::kControlFd);
+    switch (got.status) {
+      case z::Received::Status::would_block:
+        return;
+      case z::Received::Status::eof:
+        // The server is gone or shutting down: no run outlives it.
+        stopping_ = true;
+        kill_all_children();
+        return;
+      case z::Received::Status::error:
+        log("bad control message: " + got.error);
+        return;
+      case z::Received::Status::message:
+        if (const auto* run = std::get_if<z::RunMessage>(&got.message)) {
+          handle_run(*run, std::move(got.fds));
+        } else {
+          log("unexpected control message ignored");
+        }
+        break;
+    }
+  }
+}
+
+void Zygote::refuse(std::uint64_t run_id, const std::string& reason) {
+  log("run " + std::to_string(run_id) + " refused: " + reason);
+  z::send_message(z::kControlFd, z::RefusedMessage{run_id, reason});
+}
+
+void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
+  if (fds.size() < z::RunMessage::kFdCount) {
+    refuse(run.run_id, "RUN without its script/stdout/stderr fds");
+    return;
+  }
+  if (const int tasks = count_tasks(); tasks != 1) {
+    refuse(run.run_id, "the zygote has " + std::to_string(tasks) +
+                           " threads (a preloaded module started threads); forking it could "
+                           "deadlock the run. Remove that module from --preload.");
+    return;
+  }
+  int status_pipe[2];
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    refuse(run.run_id, std::string("pipe: ") + std::strerror(errno));
+    return;
+  }
+  UniqueFd status_rd(status_pipe[0]), status_wr(status_pipe[1]);
+  ::fcntl(status_rd.get(), F_SETFL, O_NONBLOCK);
+
+  sandbox::ChildSpec spec;
+  spec.isolate = options_.isolate;
+  spec.network = options_.network;
+  spec.outside_uid = ::getuid();
+  spec.outside_gid = ::getgid();
+  spec.mounts.tmpfs_bytes = options_.limits.tmpfs_bytes;
+  spec.limits = options_.limits;
+  spec.rlimit_fallbacks = options_.fallbacks;
+  spec.timeout_seconds = run.timeout_seconds;
+  spec.seccomp = seccomp_ ? &*seccomp_ : nullptr;
+  // fds of the run's processes: 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 status pipe,
+  // 5... the cgroup.procs fds to join.
+  std::vector<int> wanted = {-1, fds[z::RunMessage::kStdoutFd].get(),
+                             fds[z::RunMessage::kStderrFd].get(),
+                             fds[z::RunMessage::kScriptFd].get(), status_wr.get()};
+  for (std::size_t i = z::RunMessage::kFdCount; i < fds.size(); ++i) {
+    spec.cgroup_join_fds.push_back(static_cast<int>(wanted.size()));
+    wanted.push_back(fds[i].get());
+  }
+
+  std::string work_dir;
+  if (!options_.isolate) {
+    char tmpl[] = "/tmp/mpes-run-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) {
+      refuse(run.run_id, std::string("cannot create a work dir in /tmp: ") + std::strerror(errno));
+      return;
+    }
+    work_dir = tmpl;
+    spec.mounts.work_dir = work_dir;
+  }
+
+  std::fflush(nullptr);  // nothing buffered may be written twice (the boot stub flushed Python's)
+  py_.PyOS_BeforeFork();
+  int pidfd = -1;
+  pid_t pid;
+  if (options_.isolate) {
+    pid = sandbox::clone_into(sandbox::run_namespace_flags(options_.network), &pidfd);
+  } else {
+    pid = ::fork();
+  }
+  if (pid == 0) {
+    try {
+      sandbox::arrange_fds(wanted);
+    } catch (const std::exception& e) {
+      // fds are not in place: report on whatever stderr we still have.
+      log(std::string("run setup: ") + e.what());
+      ::_exit(kSetupFailedExit);
+    }
+    if (options_.isolate) run_init(spec);
+    try {
+      sandbox::prepare_run_namespace(spec);  // unsandboxed: cgroups only
+    } catch (const std::exception& e) {
+      setup_failed(e.what());
+    }
+    if (::chdir(work_dir.c_str()) != 0) setup_failed("chdir to the work dir failed");
+    ::setsid();  // its own process group, so the zygote can kill what it leaves behind
+    run_script(spec);
+  }
+  const int fork_errno = errno;
+  py_.PyOS_AfterFork_Parent();
+  if (pid < 0) {
+    if (!work_dir.empty()) ::rmdir(work_dir.c_str());
+    refuse(run.run_id, std::string("cannot fork the run: ") + std::strerror(fork_errno) +
+                           (options_.isolate ? " (creating its namespaces failed; are user "
+                                               "namespaces available?)"
+                                             : ""));
+    return;
+  }
+  UniqueFd pidfd_owner(pidfd);
+  if (!pidfd_owner) pidfd_owner.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  Child child;
+  child.run_id = run.run_id;
+  child.status = std::move(status_rd);
+  child.work_dir = work_dir;
+  children_.emplace(pid, std::move(child));
+
+  z::StartedMessage started{run.run_id, pid};
+  int sent;
+  if (pidfd_owner) {
+    const int attached[] = {pidfd_owner.get()};
+    sent = z::send_message(z::kControlFd, started, attached);
+  } else {
+    sent = z::send_message(z::kControlFd, started);
+  }
+  if (sent != 0) log(std::string("cannot send STARTED: ") + std::strerror(sent));
+}
+
+void Zygote::run_init(const sandbox::ChildSpec& spec) {
+  // Dies with the zygote; then the kernel kills every process of the run's pid namespace.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  try {
+    sandbox::prepare_run_namespace(spec);
+  } catch (const std::exception& e) {
+    setup_failed(e.what());
+  }
+  for (int fd : spec.cgroup_join_fds) ::close(fd);
+  const pid_t script = ::fork();
+  if (script < 0) setup_failed("fork of the script process failed");
+  if (script == 0) run_script(spec);
+
+  // init: holds nothing of the run's, cannot be inspected, reaps everything, reports the script.
+  for (int fd = 0; fd < kStatusFd; ++fd) ::close(fd);
+  ::prctl(PR_SET_DUMPABLE, 0);
+  for (;;) {
+    int status = 0;
+    const pid_t p = ::waitpid(-1, &status, 0);
+    if (p == script) {
+      StatusRecord record;
+      record.kind = StatusRecord::script_exited;
+      record.wait_status = status;
+      write_record(record);
+      ::_exit(0);  // the kernel now kills whatever the script left running
+    }
+    if (p < 0 && errno != EINTR) ::_exit(kSetupFailedExit);
+  }
+}
+
+void Zygote::run_script(const sandbox::ChildSpec& spec) {
+  py_.PyOS_AfterFork_Child();  // first: reinitialises the interpreter's locks, reseeds random
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  try {
+    sandbox::lock_down(spec);
+  } catch (const std::exception& e) {
+    setup_failed(e.what());
+  }
+  ::close(kStatusFd);
+  py_.run("_mpes_run()");
+  ::_exit(1);  // not reached: the runner exits the process itself
+}
+
+int remove_entry(const char* path, const struct stat*, int, FTW*) {
+  ::remove(path);
+  return 0;
+}
+
+void Zygote::reap() {
+  signalfd_siginfo info;
+  while (::read(signal_fd_.get(), &info, sizeof info) > 0) {
+  }
+  for (;;) {
+    int status = 0;
+    rusage usage{};
+    const pid_t pid = ::wait4(-1, &status, WNOHANG, &usage);
+    if (pid <= 0) return;
+    auto it = children_.find(pid);
+    if (it == children_.end()) continue;
+    Child& child = it->second;
+
+    z::ExitedMessage exited;
+    exited.run_id = child.run_id;
+    exited.wait_status = status;
+    StatusRecord record;
+    while (::read(child.status.get(), &record, sizeof record) == static_cast<ssize_t>(sizeof record)) {
+      record.text[sizeof record.text - 1] = '\0';
+      if (record.kind == StatusRecord::script_exited) {
+        exited.wait_status = record.wait_status;
+      } else if (record.kind == StatusRecord::setup_failed) {
+        exited.flags |= z::kExitSetupFailed;
+        exited.detail = record.text;
+      }
+    }
+    if (!options_.isolate) {
+      ::kill(-pid, SIGKILL);  // what the script left in its process group
+      if (!child.work_dir.empty()) ::nftw(child.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    exited.user_cpu_us = usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
+    exited.system_cpu_us = usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
+    exited.max_rss_kb = usage.ru_maxrss;
+    exited.zygote_rss_bytes = own_rss_bytes();
+    children_.erase(it);
+    if (!stopping_) {
+      if (const int err = z::send_message(z::kControlFd, exited); err != 0) {
+        log(std::string("cannot send EXITED: ") + std::strerror(err));
+      }
+    }
+  }
+}
+
+void Zygote::kill_all_children() {
+  for (const auto& [pid, child] : children_) {
+    ::kill(pid, SIGKILL);
+    if (!options_.isolate) ::kill(-pid, SIGKILL);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before anything can load a BLAS: one thread each, so the zygote stays forkable.
+  for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                          "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"}) {
+    ::setenv(var, "1", 1);
+  }
+  Options options = parse_options(argc, argv);
+
+  // Only the control socket and stdio survive from whoever started us.
+  if (::fcntl(z::kControlFd, F_GETFD) < 0) {
+    log("no control socket on fd 3 (the zygote is started by mcp-python-exec-sandbox)");
+    return 2;
+  }
+  ::fcntl(z::kControlFd, F_SETFD, FD_CLOEXEC);
+  ::syscall(SYS_close_range, z::kControlFd + 1, ~0U, 0U);
+  if (!options.isolate) ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // bwrap does it otherwise
+
+  ::setenv("PYTHONHOME", options.home.c_str(), 1);
+  ::setenv("PYTHONIOENCODING", "utf-8", 1);
+  ::setenv("MPES_EXECUTABLE", options.executable.c_str(), 1);
+  ::setenv("MPES_PRELOAD", options.preload.c_str(), 1);
+  ::setenv("MPES_RUN_PATH", options.run_path.c_str(), 1);
+  try {
+    Zygote zygote(options, engine::LibPython::load(options.libpython));
+    return zygote.start();
+  } catch (const std::exception& e) {
+    log(e.what());
+    return 3;
+  }
+}

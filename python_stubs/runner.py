@@ -1,0 +1,137 @@
+# Per-run runner stub: defined in the zygote, called in the run's process after the sandbox is
+# in place (cwd = the fresh work dir, fd 3 = the script, fds 0/1/2 = /dev/null and the pipes).
+# Runs the script as __main__ of a fresh module, like `python script.py` would, then exits the
+# process itself: nothing of ours runs after the script and its atexit handlers.
+
+
+def _mpes_run():
+    import builtins
+    import io
+    import os
+    import sys
+    import types
+
+    global _mpes_zygote
+    _mpes_zygote = False
+    zygote_main = sys.modules["__main__"]  # keeps our own globals alive while we run
+
+    chunks = []
+    while True:
+        chunk = os.read(3, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(3)
+    source = b"".join(chunks)
+
+    work = os.getcwd()
+    os.environ.clear()
+    os.environ.update({
+        "PATH": _MPES_RUN_PATH,
+        "HOME": work,
+        "TMPDIR": work,
+        "LANG": "C.UTF-8",
+        "PYTHONIOENCODING": "utf-8",
+        "MPLBACKEND": "Agg",
+    })
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = None  # computed again from the new TMPDIR
+    sys.dont_write_bytecode = False
+
+    # Fresh standard streams on the run's fds, as a non-interactive `python script.py` has them.
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
+                                 encoding="utf-8", errors="strict")
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
+                                  encoding="utf-8", errors="strict")
+    sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+                                  encoding="utf-8", errors="backslashreplace", line_buffering=True)
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+
+    main = types.ModuleType("__main__")
+    main.__file__ = "script.py"
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    sys.argv = ["script.py"]
+    sys.path.insert(0, work)
+
+    # Tracebacks show the user's source lines although no script.py file exists.
+    import linecache
+    try:
+        from importlib.util import decode_source
+        text = decode_source(source)
+    except Exception:
+        text = source.decode("utf-8", "replace")
+    linecache.cache["script.py"] = (len(text), None, text.splitlines(True), "script.py")
+
+    code = 0
+    try:
+        compiled = compile(source, "script.py", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        sys.excepthook(type(e), e, None)
+        compiled = None
+        code = 1
+    except (ValueError, UnicodeDecodeError) as e:  # e.g. null bytes, undecodable source
+        print(f"SyntaxError: {e}", file=sys.stderr)
+        compiled = None
+        code = 1
+    if compiled is not None:
+        try:
+            exec(compiled, main.__dict__)
+        except SystemExit as e:
+            code = _mpes_exit_code(e)
+        except BaseException as e:
+            # Skip our own frame: the traceback starts in the user's script.
+            if e.__traceback__ is not None:
+                e.__traceback__ = e.__traceback__.tb_next
+            sys.excepthook(type(e), e, e.__traceback__)
+            code = 1
+            if isinstance(e, KeyboardInterrupt):
+                code = -2
+    code = _mpes_shutdown(code)
+    del zygote_main
+    if code == -2:  # like CPython: die of SIGINT after an uncaught KeyboardInterrupt
+        import signal
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(code & 0xFF if code >= 0 else 1)
+
+
+def _mpes_exit_code(e):
+    import sys
+    c = e.code
+    if c is None:
+        return 0
+    if isinstance(c, int):
+        return c
+    try:
+        print(c, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
+
+
+def _mpes_shutdown(code):
+    # What interpreter shutdown would do: wait for non-daemon threads, run atexit handlers,
+    # flush the standard streams.
+    import sys
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:
+            pass
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+    except SystemExit as e:
+        code = _mpes_exit_code(e)
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            if stream is sys.stdout and code == 0:
+                code = 120  # CPython's status when flushing stdout fails at exit
+    return code

@@ -1,0 +1,67 @@
+#include "sandbox/child_setup.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "sandbox/cgroup.h"
+#include "sandbox/identity.h"
+#include "sandbox/namespaces.h"
+#include "sandbox/setup_error.h"
+
+namespace sandbox {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, int err) {
+  throw SetupError("sandbox: " + what + ": " + std::strerror(err));
+}
+
+}  // namespace
+
+void prepare_run_namespace(const ChildSpec& spec) {
+  if (!spec.cgroup_join_fds.empty()) join_cgroups(spec.cgroup_join_fds);
+  if (!spec.isolate) return;
+  write_id_maps(kRunUid, kRunGid, spec.outside_uid, spec.outside_gid);
+  if (!spec.network) bring_up_loopback();
+  RunMountPlan plan = spec.mounts;
+  plan.owner_uid = kRunUid;
+  plan.owner_gid = kRunGid;
+  setup_run_mounts(plan);
+}
+
+void lock_down(const ChildSpec& spec) {
+  if (!spec.isolate) return;
+  apply_rlimits(spec.limits, spec.timeout_seconds, spec.rlimit_fallbacks);
+  drop_identity();
+  if (spec.seccomp != nullptr && !spec.seccomp->empty()) spec.seccomp->install();
+}
+
+void arrange_fds(std::span<const int> wanted) {
+  // Move every wanted fd above the target range first, so no dup2 clobbers a later source.
+  const int base = static_cast<int>(wanted.size()) + 3;
+  std::vector<int> moved(wanted.size(), -1);
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    int src = wanted[i];
+    if (src < 0) {
+      src = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+      if (src < 0) fail("open /dev/null", errno);
+    }
+    moved[i] = ::fcntl(src, F_DUPFD_CLOEXEC, base);
+    if (moved[i] < 0) fail("duplicate fd", errno);
+  }
+  for (std::size_t i = 0; i < moved.size(); ++i) {
+    if (::dup2(moved[i], static_cast<int>(i)) < 0) fail("dup2", errno);  // clears close-on-exec
+  }
+  if (::syscall(SYS_close_range, static_cast<unsigned>(wanted.size()), ~0U, 0U) != 0) {
+    // Older kernels: close one by one.
+    const long max = ::sysconf(_SC_OPEN_MAX);
+    for (long fd = static_cast<long>(wanted.size()); fd < max; ++fd) ::close(static_cast<int>(fd));
+  }
+}
+
+}  // namespace sandbox

@@ -1,0 +1,45 @@
+// The one place that applies the per-run sandbox layers, in this order:
+//   cgroup join -> user namespace maps -> mounts          (prepare_run_namespace, in the run's init)
+//   rlimits -> identity (session, caps, no_new_privs) -> seccomp, last  (lock_down, in the
+//                                                          process that runs the script)
+// A run is two processes: an init (pid 1 of the run's pid namespace, which only reaps and reports)
+// and the script's process, so that the script is not a pid-namespace init (which would ignore its
+// own fatal signals, e.g. os.kill(os.getpid(), SIGKILL)).
+#pragma once
+
+#include <sys/types.h>
+
+#include <span>
+#include <vector>
+
+#include "sandbox/mounts.h"
+#include "sandbox/policy.h"
+#include "sandbox/rlimits.h"
+#include "sandbox/seccomp_filter.h"
+
+namespace sandbox {
+
+struct ChildSpec {
+  bool isolate = true;   // native backend: namespaces, mounts, limits, seccomp; false = none
+  bool network = true;
+  uid_t outside_uid = 0;  // the zygote's ids, onto which the run's ids are mapped
+  gid_t outside_gid = 0;
+  RunMountPlan mounts;
+  Limits limits;
+  RlimitFallbacks rlimit_fallbacks;
+  unsigned timeout_seconds = 30;
+  const SeccompProgram* seccomp = nullptr;  // compiled once in the zygote
+  std::vector<int> cgroup_join_fds;         // cgroup.procs fds of the run's cgroups
+};
+
+// In the run's init, first thing after the clone into new namespaces. Throws SetupError.
+void prepare_run_namespace(const ChildSpec& spec);
+// In the script's process, right before user code. Throws SetupError.
+void lock_down(const ChildSpec& spec);
+
+// Makes fd i of the process be wanted[i] (for i < wanted.size(); -1 = /dev/null) and closes
+// every other fd. Safe between fork and user code; the results have no close-on-exec flag.
+// Throws SetupError.
+void arrange_fds(std::span<const int> wanted);
+
+}  // namespace sandbox
