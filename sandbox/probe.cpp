@@ -244,6 +244,11 @@ ProbeResult probe_host(const Policy& policy) {
 }
 
 ProbeResult probe_host(const Policy& policy, const CgroupSetup& cgroups) {
+  return probe_host(policy, cgroups, find_bwrap());
+}
+
+ProbeResult probe_host(const Policy& policy, const CgroupSetup& cgroups,
+                       const std::string& bwrap_path) {
   using namespace std::chrono_literals;
   ProbeResult r;
   const bool root = ::geteuid() == 0;
@@ -252,7 +257,7 @@ ProbeResult probe_host(const Policy& policy, const CgroupSetup& cgroups) {
   if (::uname(&uts) == 0) r.details.emplace_back("kernel", uts.release);
   r.details.emplace_back("server uid", std::to_string(::geteuid()));
 
-  r.bwrap_path = find_bwrap();
+  r.bwrap_path = bwrap_path;
   if (r.bwrap_path.empty()) {
     r.problem = "bubblewrap (bwrap) is not installed";
     r.fix = "install the bubblewrap package: `sudo apt-get install bubblewrap` (Debian/Ubuntu), "

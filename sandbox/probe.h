@@ -33,6 +33,9 @@ struct ProbeResult {
 ProbeResult probe_host(const Policy& policy);
 // The same, reporting the cgroup setup the server really prepared.
 ProbeResult probe_host(const Policy& policy, const CgroupSetup& cgroups);
+// The same with a given bwrap ("" = none installed): for tests and a future --bwrap-path.
+ProbeResult probe_host(const Policy& policy, const CgroupSetup& cgroups,
+                       const std::string& bwrap_path);
 
 // Where bwrap is: $PATH, then /usr/bin/bwrap and /usr/local/bin/bwrap; "" when absent.
 std::string find_bwrap();
