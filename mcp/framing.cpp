@@ -1,0 +1,98 @@
+#include "mcp/framing.h"
+
+#include <cstring>
+#include <utility>
+
+namespace mcp {
+
+LineFramer::LineFramer(LineFn on_line, OversizeFn on_oversize, std::size_t max_line_bytes)
+    : on_line_(std::move(on_line)), on_oversize_(std::move(on_oversize)), max_(max_line_bytes) {}
+
+void LineFramer::emit(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.size() > max_) {
+    IdSniffer sniffer;
+    sniffer.feed(line);
+    on_oversize_(OversizeLine{line.size(), max_, sniffer.id()});
+    return;
+  }
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+  on_line_(line);
+}
+
+void LineFramer::start_discarding() {
+  // From here on only a byte count and the id sniffer's small state survive.
+  discarding_ = true;
+  sniffer_.reset();
+  sniffer_.feed(partial_);
+  discarded_ = partial_.size();
+  std::string().swap(partial_);  // give the memory back, not just the size
+}
+
+void LineFramer::append_partial(std::string_view bytes) {
+  if (discarding_) {
+    sniffer_.feed(bytes);
+    discarded_ += bytes.size();
+    return;
+  }
+  // One byte of slack so that a line of exactly max_ bytes may still end in "\r".
+  if (partial_.size() + bytes.size() > max_ + 1) {
+    start_discarding();
+    sniffer_.feed(bytes);
+    discarded_ += bytes.size();
+    return;
+  }
+  partial_.append(bytes);
+}
+
+void LineFramer::feed(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
+    if (nl == nullptr) {
+      append_partial(bytes);
+      return;
+    }
+    const auto len = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data());
+    const std::string_view head = bytes.substr(0, len);
+    bytes.remove_prefix(len + 1);
+    if (discarding_) {
+      sniffer_.feed(head);
+      discarded_ += head.size();
+      OversizeLine over{discarded_, max_, sniffer_.id()};
+      discarding_ = false;
+      discarded_ = 0;
+      on_oversize_(over);
+    } else if (partial_.empty()) {
+      emit(head);  // the common case: a whole line inside one read, no copy
+    } else {
+      append_partial(head);
+      if (discarding_) {
+        OversizeLine over{discarded_, max_, sniffer_.id()};
+        discarding_ = false;
+        discarded_ = 0;
+        on_oversize_(over);
+      } else {
+        std::string line = std::move(partial_);
+        partial_.clear();
+        emit(line);
+      }
+    }
+  }
+}
+
+void LineFramer::finish() {
+  if (discarding_) {
+    OversizeLine over{discarded_, max_, sniffer_.id()};
+    discarding_ = false;
+    discarded_ = 0;
+    on_oversize_(over);
+    return;
+  }
+  if (!partial_.empty()) {
+    std::string line = std::move(partial_);
+    partial_.clear();
+    emit(line);
+  }
+}
+
+}  // namespace mcp

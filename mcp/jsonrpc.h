@@ -1,0 +1,51 @@
+// JSON-RPC 2.0 message building, parsing and classification, as MCP uses it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace mcp::jsonrpc {
+
+using json = nlohmann::json;
+
+enum ErrorCode : int {
+  kParseError = -32700,
+  kInvalidRequest = -32600,
+  kMethodNotFound = -32601,
+  kInvalidParams = -32602,
+  kInternalError = -32603,
+};
+
+// Deepest nesting accepted in an incoming message; deeper input is a parse error, so that no
+// recursive walk over client data can exhaust the stack.
+inline constexpr int kMaxNesting = 128;
+
+// Parses one line. nullopt = not JSON (or nested deeper than kMaxNesting).
+std::optional<json> parse(std::string_view text);
+
+// A request id as MCP allows it: a string or a number (never null).
+bool is_valid_id(const json& id);
+
+// Error response; with no id the "id" member is left out entirely (clients reject "id": null).
+json error_response(const std::optional<json>& id, int code, std::string message,
+                    const std::optional<json>& data = std::nullopt);
+json result_response(const json& id, json result);
+json notification(std::string_view method, json params);
+
+// Compact, single-line serialisation; invalid UTF-8 in strings is replaced rather than thrown on.
+std::string serialize(const json& message);
+
+enum class Kind { request, notification, response, invalid };
+struct Classified {
+  Kind kind = Kind::invalid;
+  std::optional<json> id;  // valid id when one is present (also for invalid messages)
+  std::string method;
+  std::string problem;     // why it is invalid
+};
+// Classifies one message object (not a batch array).
+Classified classify(const json& message);
+
+}  // namespace mcp::jsonrpc

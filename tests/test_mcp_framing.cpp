@@ -1,0 +1,128 @@
+// Line framing and the over-long line path of the stdio transport.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "mcp/framing.h"
+#include "mcp/id_sniffer.h"
+
+namespace {
+
+struct Collected {
+  std::vector<std::string> lines;
+  std::vector<mcp::OversizeLine> oversize;
+};
+
+mcp::LineFramer make_framer(Collected& c, std::size_t max = mcp::kMaxLineBytes) {
+  return mcp::LineFramer([&c](std::string_view line) { c.lines.emplace_back(line); },
+                         [&c](const mcp::OversizeLine& o) { c.oversize.push_back(o); }, max);
+}
+
+std::optional<nlohmann::json> sniff(std::string_view text) {
+  mcp::IdSniffer sniffer;
+  sniffer.feed(text);
+  return sniffer.id();
+}
+
+}  // namespace
+
+TEST_CASE("lines come out whole whatever the read boundaries") {
+  const std::string input = "{\"a\":1}\n{\"b\":2}\r\n\n   \n{\"c\":3}\n";
+  Collected whole;
+  auto f1 = make_framer(whole);
+  f1.feed(input);
+  Collected bytewise;
+  auto f2 = make_framer(bytewise);
+  for (char c : input) f2.feed(std::string_view(&c, 1));
+  const std::vector<std::string> expected = {"{\"a\":1}", "{\"b\":2}", "{\"c\":3}"};
+  CHECK(whole.lines == expected);
+  CHECK(bytewise.lines == expected);
+  CHECK(whole.oversize.empty());
+}
+
+TEST_CASE("only one trailing carriage return is removed") {
+  Collected c;
+  auto framer = make_framer(c);
+  framer.feed("x\r\r\ny\r\n");
+  REQUIRE(c.lines.size() == 2);
+  CHECK(c.lines[0] == "x\r");
+  CHECK(c.lines[1] == "y");
+}
+
+TEST_CASE("a last line without newline is delivered at end of input") {
+  Collected c;
+  auto framer = make_framer(c);
+  framer.feed("{\"a\":1}\n{\"tail\"");
+  CHECK(c.lines.size() == 1);
+  framer.feed(":true}");
+  framer.finish();
+  REQUIRE(c.lines.size() == 2);
+  CHECK(c.lines[1] == "{\"tail\":true}");
+}
+
+TEST_CASE("a line over the cap is reported, discarded, and the next line still served") {
+  Collected c;
+  auto framer = make_framer(c, 64);
+  const std::string big(100, 'x');
+  framer.feed("{\"ok\":1}\n");
+  framer.feed(big.substr(0, 30));
+  framer.feed(big.substr(30));
+  CHECK(framer.buffered_bytes() <= 65);
+  framer.feed("\n{\"after\":2}\n");
+  REQUIRE(c.oversize.size() == 1);
+  CHECK(c.oversize[0].bytes == 100);
+  CHECK(c.oversize[0].limit == 64);
+  CHECK_FALSE(c.oversize[0].id.has_value());
+  CHECK(c.lines == std::vector<std::string>{"{\"ok\":1}", "{\"after\":2}"});
+}
+
+TEST_CASE("a line of exactly the cap is accepted, with or without a carriage return") {
+  Collected c;
+  auto framer = make_framer(c, 16);
+  const std::string exact(16, 'a');
+  framer.feed(exact + "\r\n");
+  framer.feed(exact);
+  framer.feed("\n");
+  framer.feed(exact + "b\n");
+  CHECK(c.lines == std::vector<std::string>{exact, exact});
+  REQUIRE(c.oversize.size() == 1);
+  CHECK(c.oversize[0].bytes == 17);
+}
+
+TEST_CASE("a 17 MiB line is never buffered whole and its id is recovered") {
+  Collected c;
+  auto framer = make_framer(c);
+  const std::string head = R"({"jsonrpc":"2.0","method":"tools/call","params":{"name":"execute_python","arguments":{"script":")";
+  const std::string tail = R"("}},"id":42})";
+  const std::size_t body = (std::size_t{17} << 20);
+  framer.feed(head);
+  const std::string chunk(64 * 1024, 'p');
+  std::size_t max_buffered = 0;
+  for (std::size_t sent = 0; sent < body; sent += chunk.size()) {
+    framer.feed(chunk);
+    max_buffered = std::max(max_buffered, framer.buffered_bytes());
+  }
+  framer.feed(tail + "\n" + R"({"jsonrpc":"2.0","id":43,"method":"ping"})" + "\n");
+  CHECK(max_buffered <= mcp::kMaxLineBytes + 1);
+  REQUIRE(c.oversize.size() == 1);
+  CHECK(c.oversize[0].bytes == head.size() + body + tail.size());
+  REQUIRE(c.oversize[0].id.has_value());
+  CHECK(*c.oversize[0].id == 42);
+  REQUIRE(c.lines.size() == 1);
+  CHECK(c.lines[0] == R"({"jsonrpc":"2.0","id":43,"method":"ping"})");
+}
+
+TEST_CASE("the id sniffer finds only the top-level id") {
+  CHECK(sniff(R"({"id":7,"method":"x"})") == nlohmann::json(7));
+  CHECK(sniff(R"({"params":{"id":1,"a":[{"id":2}]},"id":"abc"})") == nlohmann::json("abc"));
+  CHECK(sniff(R"({"params":{"s":"\"id\":5,"},"id":"q\"x"})") == nlohmann::json("q\"x"));
+  CHECK(sniff(R"({ "id" : -3 , "x": 1})") == nlohmann::json(-3));
+  CHECK_FALSE(sniff(R"({"params":{"id":1}})").has_value());
+  CHECK_FALSE(sniff(R"([{"id":1}])").has_value());
+  CHECK_FALSE(sniff(R"({"id":null})").has_value());
+  CHECK_FALSE(sniff(R"({"id":{"x":1}})").has_value());
+  CHECK_FALSE(sniff("not json at all").has_value());
+  // An id whose value was cut off (the line never ended) is not guessed at.
+  CHECK_FALSE(sniff(R"({"id":"unterminated)").has_value());
+}
