@@ -1,0 +1,440 @@
+// The MCP session: lifecycle, errors, batches, concurrency, cancellation, progress, logging.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mcp/server_info.h"
+#include "mcp/session.h"
+
+using nlohmann::json;
+
+namespace {
+
+// A tool whose calls stay open until the test finishes them.
+struct PendingCalls {
+  std::vector<std::shared_ptr<mcp::ToolCall>> calls;
+  int cancel_hooks_run = 0;
+};
+
+struct Harness {
+  mcp::ToolRegistry registry;
+  std::vector<json> out;
+  PendingCalls pending;
+  std::unique_ptr<mcp::Session> session;
+  int initialized_callbacks = 0;
+  std::size_t messages_when_initialized = 0;
+
+  Harness() {
+    mcp::ToolDefinition echo;
+    echo.name = "echo";
+    echo.description = "echoes";
+    echo.input_schema = {{"type", "object"}, {"properties", json::object()}};
+    echo.handler = [](std::shared_ptr<mcp::ToolCall> call) {
+      call->finish({{"content", json::array({{{"type", "text"}, {"text", call->arguments().dump()}}})}});
+    };
+    registry.add(echo);
+    mcp::ToolDefinition slow;
+    slow.name = "slow";
+    slow.description = "never answers by itself";
+    slow.input_schema = {{"type", "object"}, {"properties", json::object()}};
+    slow.handler = [this](std::shared_ptr<mcp::ToolCall> call) {
+      call->on_cancel([this] { ++pending.cancel_hooks_run; });
+      pending.calls.push_back(call);
+    };
+    registry.add(slow);
+    mcp::ToolDefinition broken;
+    broken.name = "broken";
+    broken.description = "throws";
+    broken.input_schema = {{"type", "object"}, {"properties", json::object()}};
+    broken.handler = [](std::shared_ptr<mcp::ToolCall>) { throw std::runtime_error("boom"); };
+    registry.add(broken);
+    session = std::make_unique<mcp::Session>(registry, mcp::SessionOptions{"Use the tools."},
+                                             [this](std::string line) {
+                                               REQUIRE(line.find('\n') == std::string::npos);
+                                               out.push_back(json::parse(line));
+                                             });
+    session->set_on_initialized([this] {
+      ++initialized_callbacks;
+      messages_when_initialized = out.size();
+    });
+  }
+
+  void line(const std::string& text) { session->handle_line(text); }
+  void send(const json& message) { session->handle_line(message.dump()); }
+  void request(const json& id, const std::string& method, const json& params = json::object()) {
+    send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
+  }
+  void notify(const std::string& method, const json& params = json::object()) {
+    send({{"jsonrpc", "2.0"}, {"method", method}, {"params", params}});
+  }
+  json initialize(const std::string& version = "2025-06-18") {
+    request(0, "initialize",
+            {{"protocolVersion", version}, {"capabilities", json::object()},
+             {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
+    notify("notifications/initialized");
+    return take();
+  }
+  json take() {
+    REQUIRE_FALSE(out.empty());
+    json first = out.front();
+    out.erase(out.begin());
+    return first;
+  }
+};
+
+int error_code(const json& response) { return response.at("error").at("code").get<int>(); }
+
+}  // namespace
+
+TEST_CASE("initialize echoes a supported version and answers the newest otherwise") {
+  for (auto version : mcp::kSupportedProtocolVersions) {
+    Harness h;
+    const auto response = h.initialize(std::string(version));
+    CHECK(response["result"]["protocolVersion"] == version);
+  }
+  Harness h;
+  const auto response = h.initialize("1999-01-01");
+  CHECK(response["id"] == 0);
+  const auto& result = response["result"];
+  CHECK(result["protocolVersion"] == "2025-11-25");
+  CHECK(result["serverInfo"]["name"] == "mcp-python-exec-sandbox");
+  CHECK(result["serverInfo"]["version"] == std::string(mcp::server_version()));
+  CHECK(result["serverInfo"]["title"].is_string());
+  CHECK(result["capabilities"]["tools"].is_object());
+  CHECK(result["capabilities"]["logging"].is_object());
+  CHECK(result["instructions"] == "Use the tools.");
+  CHECK(h.out.empty());  // notifications/initialized gets no reply
+}
+
+TEST_CASE("warm-up is triggered only after the initialize response went out") {
+  Harness h;
+  h.request(1, "ping");
+  CHECK(h.take()["id"] == 1);
+  CHECK(h.initialized_callbacks == 0);
+  h.request(0, "initialize", {{"protocolVersion", "2025-06-18"}});
+  CHECK(h.initialized_callbacks == 1);
+  CHECK(h.messages_when_initialized == 1);  // the initialize answer was already out
+  CHECK(h.take()["id"] == 0);
+  h.request(2, "initialize", {{"protocolVersion", "2025-06-18"}});
+  CHECK(error_code(h.take()) == -32600);
+  CHECK(h.initialized_callbacks == 1);
+}
+
+TEST_CASE("before initialize only ping is served; server/discover always fails fast") {
+  Harness h;
+  h.request(1, "ping");
+  CHECK(h.take() == json{{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}});
+  h.request(2, "tools/list");
+  auto response = h.take();
+  CHECK(response["id"] == 2);
+  CHECK(error_code(response) == -32600);
+  CHECK(response["error"]["message"].get<std::string>().find("initialize") != std::string::npos);
+  h.request(3, "server/discover");
+  CHECK(error_code(h.take()) == -32601);
+  h.initialize();
+  h.request(4, "server/discover");
+  CHECK(error_code(h.take()) == -32601);
+  h.request(5, "ping");
+  CHECK(h.take()["result"] == json::object());
+}
+
+TEST_CASE("error codes: parse error without id, invalid request, unknown method, bad params") {
+  Harness h;
+  h.initialize();
+  h.line("{\"jsonrpc\":\"2.0\",\"id\":1,");
+  auto response = h.take();
+  CHECK(error_code(response) == -32700);
+  CHECK_FALSE(response.contains("id"));
+
+  h.line(R"({"jsonrpc":"2.0","id":2})");
+  response = h.take();
+  CHECK(error_code(response) == -32600);
+  CHECK(response["id"] == 2);
+
+  h.line(R"({"jsonrpc":"2.0","id":null,"method":"ping"})");
+  response = h.take();
+  CHECK(error_code(response) == -32600);
+  CHECK_FALSE(response.contains("id"));
+
+  h.line("42");
+  CHECK(error_code(h.take()) == -32600);
+
+  h.request(3, "resources/list");
+  response = h.take();
+  CHECK(error_code(response) == -32601);
+  CHECK(response["id"] == 3);
+
+  h.send({{"jsonrpc", "2.0"}, {"id", 4}, {"method", "tools/list"}, {"params", json::array()}});
+  CHECK(error_code(h.take()) == -32602);
+  h.request(5, "tools/call", {{"arguments", json::object()}});
+  CHECK(error_code(h.take()) == -32602);
+  h.request(6, "tools/call", {{"name", "nope"}});
+  response = h.take();
+  CHECK(error_code(response) == -32602);
+  CHECK(response["error"]["message"].get<std::string>().find("nope") != std::string::npos);
+  h.request(7, "tools/call", {{"name", "echo"}, {"arguments", "x"}});
+  CHECK(error_code(h.take()) == -32602);
+  h.request(8, "tools/list", {{"cursor", "page2"}});
+  CHECK(error_code(h.take()) == -32602);
+  h.request(9, "logging/setLevel", {{"level", "loud"}});
+  CHECK(error_code(h.take()) == -32602);
+  h.request(10, "initialize", json::array());
+  CHECK(error_code(h.take()) == -32600);  // already initialized
+}
+
+TEST_CASE("initialize without a protocolVersion is a params error") {
+  Harness h;
+  h.request(1, "initialize", {{"capabilities", json::object()}});
+  CHECK(error_code(h.take()) == -32602);
+  CHECK_FALSE(h.session->initialized());
+}
+
+TEST_CASE("responses and unknown notifications from the client get no reply") {
+  Harness h;
+  h.initialize();
+  h.line(R"({"jsonrpc":"2.0","id":99,"result":{}})");
+  h.notify("notifications/roots/list_changed");
+  h.notify("notifications/cancelled", {{"requestId", 12345}});
+  CHECK(h.out.empty());
+}
+
+TEST_CASE("tools/list and tools/call") {
+  Harness h;
+  h.initialize();
+  h.request(1, "tools/list");
+  const auto tools = h.take()["result"]["tools"];
+  REQUIRE(tools.size() == 3);
+  CHECK(tools[0]["name"] == "echo");
+  CHECK(tools[0]["inputSchema"]["properties"].is_object());
+  h.request("c", "tools/call", {{"name", "echo"}, {"arguments", {{"x", 1}}}});
+  const auto response = h.take();
+  CHECK(response["id"] == "c");
+  CHECK(response["result"]["content"][0]["text"] == R"({"x":1})");
+  h.request(2, "tools/call", {{"name", "broken"}});
+  const auto broken = h.take();
+  CHECK(broken["result"]["isError"] == true);
+  CHECK(broken["result"]["content"][0]["text"].get<std::string>().find("boom") != std::string::npos);
+}
+
+TEST_CASE("a running call delays nothing else, and results go out when ready") {
+  Harness h;
+  h.initialize();
+  h.request(1, "tools/call", {{"name", "slow"}});
+  h.request(2, "tools/call", {{"name", "slow"}});
+  h.request(3, "ping");
+  h.request(4, "tools/list");
+  h.request(5, "tools/call", {{"name", "echo"}});
+  REQUIRE(h.out.size() == 3);
+  CHECK(h.take()["id"] == 3);
+  CHECK(h.take()["id"] == 4);
+  CHECK(h.take()["id"] == 5);
+  CHECK(h.session->calls_in_flight() == 2);
+  REQUIRE(h.pending.calls.size() == 2);
+  h.pending.calls[1]->finish({{"content", json::array()}});
+  CHECK(h.take()["id"] == 2);
+  h.pending.calls[0]->finish({{"content", json::array()}});
+  h.pending.calls[0]->finish({{"content", json::array()}});  // only the first counts
+  CHECK(h.take()["id"] == 1);
+  CHECK(h.out.empty());
+  CHECK(h.session->calls_in_flight() == 0);
+}
+
+TEST_CASE("an id already in flight is refused") {
+  Harness h;
+  h.initialize();
+  h.request(1, "tools/call", {{"name", "slow"}});
+  h.request(1, "tools/call", {{"name", "slow"}});
+  CHECK(error_code(h.take()) == -32600);
+  CHECK(h.pending.calls.size() == 1);
+}
+
+TEST_CASE("notifications/cancelled stops the work and suppresses the response") {
+  Harness h;
+  h.initialize();
+  h.request("a", "tools/call", {{"name", "slow"}});
+  h.request(7, "tools/call", {{"name", "slow"}});
+  REQUIRE(h.pending.calls.size() == 2);
+  h.notify("notifications/cancelled", {{"requestId", "a"}, {"reason", "user"}});
+  CHECK(h.pending.cancel_hooks_run == 1);
+  CHECK(h.pending.calls[0]->cancelled());
+  CHECK_FALSE(h.pending.calls[1]->cancelled());
+  h.pending.calls[0]->finish({{"content", json::array()}});
+  CHECK(h.out.empty());
+  // A hook registered after the cancellation runs at once.
+  bool late_hook = false;
+  h.pending.calls[0]->on_cancel([&] { late_hook = true; });
+  CHECK(late_hook);
+  h.pending.calls[1]->finish({{"content", json::array()}});
+  CHECK(h.take()["id"] == 7);
+}
+
+TEST_CASE("progress echoes the token's JSON type and only ever increases") {
+  Harness h;
+  h.initialize("2025-06-18");
+  h.request(1, "tools/call", {{"name", "slow"}, {"_meta", {{"progressToken", "tok"}}}});
+  h.request(2, "tools/call", {{"name", "slow"}, {"_meta", {{"progressToken", 17}}}});
+  h.request(3, "tools/call", {{"name", "slow"}});
+  REQUIRE(h.pending.calls.size() == 3);
+  h.pending.calls[0]->progress(1, 10, "installing numpy");
+  h.pending.calls[0]->progress(1, 10, "same value: dropped");
+  h.pending.calls[0]->progress(0.5, 10, "smaller: dropped");
+  h.pending.calls[0]->progress(2, std::nullopt, "");
+  h.pending.calls[1]->progress(5, std::nullopt, "");
+  h.pending.calls[2]->progress(1, std::nullopt, "no token: nothing");
+  REQUIRE(h.out.size() == 3);
+  auto first = h.take();
+  CHECK(first["method"] == "notifications/progress");
+  CHECK(first["params"]["progressToken"] == "tok");
+  CHECK(first["params"]["progress"] == 1.0);
+  CHECK(first["params"]["total"] == 10.0);
+  CHECK(first["params"]["message"] == "installing numpy");
+  auto second = h.take();
+  CHECK(second["params"]["progress"] == 2.0);
+  CHECK_FALSE(second["params"].contains("total"));
+  CHECK_FALSE(second["params"].contains("message"));
+  auto third = h.take();
+  CHECK(third["params"]["progressToken"].is_number_integer());
+  CHECK(third["params"]["progressToken"] == 17);
+  // After the result, no more progress for that request.
+  h.pending.calls[0]->finish({{"content", json::array()}});
+  h.take();
+  h.pending.calls[0]->progress(99, std::nullopt, "");
+  CHECK(h.out.empty());
+}
+
+TEST_CASE("progress messages are left out for 2024-11-05 clients") {
+  Harness h;
+  h.initialize("2024-11-05");
+  h.request(1, "tools/call", {{"name", "slow"}, {"_meta", {{"progressToken", 1}}}});
+  h.pending.calls[0]->progress(1, std::nullopt, "hello");
+  const auto note = h.take();
+  CHECK(note["params"]["progress"] == 1.0);
+  CHECK_FALSE(note["params"].contains("message"));
+}
+
+TEST_CASE("logging/setLevel controls notifications/message") {
+  Harness h;
+  h.session->log(mcp::LogLevel::error, "before initialize");
+  CHECK(h.out.empty());
+  h.initialize();
+  h.session->log(mcp::LogLevel::info, "below the default");
+  CHECK(h.out.empty());
+  h.session->log(mcp::LogLevel::warning, "shown");
+  auto message = h.take();
+  CHECK(message["method"] == "notifications/message");
+  CHECK(message["params"]["level"] == "warning");
+  CHECK(message["params"]["data"] == "shown");
+  CHECK(message["params"]["logger"].is_string());
+  h.request(1, "logging/setLevel", {{"level", "debug"}});
+  CHECK(h.take()["result"] == json::object());
+  h.session->log(mcp::LogLevel::debug, "now shown");
+  CHECK(h.take()["params"]["level"] == "debug");
+  h.request(2, "logging/setLevel", {{"level", "critical"}});
+  h.take();
+  h.session->log(mcp::LogLevel::error, "hidden again");
+  CHECK(h.out.empty());
+}
+
+TEST_CASE("batches are refused unless 2025-03-26 was negotiated") {
+  Harness h;
+  h.line(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])");
+  auto response = h.take();
+  CHECK(error_code(response) == -32600);
+  CHECK_FALSE(response.contains("id"));
+  h.initialize("2025-06-18");
+  h.line(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])");
+  response = h.take();
+  CHECK(error_code(response) == -32600);
+  CHECK_FALSE(response.contains("id"));
+}
+
+TEST_CASE("batches on 2025-03-26: one array of responses, notifications left out") {
+  Harness h;
+  h.initialize("2025-03-26");
+  h.line(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},)"
+         R"({"jsonrpc":"2.0","method":"notifications/initialized"},)"
+         R"({"jsonrpc":"2.0","id":2,"method":"nope"},)"
+         R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}}])");
+  const auto batch = h.take();
+  REQUIRE(batch.is_array());
+  REQUIRE(batch.size() == 3);
+  CHECK(batch[0]["id"] == 1);
+  CHECK(error_code(batch[1]) == -32601);
+  CHECK(batch[2]["result"]["content"].is_array());
+
+  h.line("[]");
+  CHECK(error_code(h.take()) == -32600);
+  h.line(R"([{"jsonrpc":"2.0","method":"notifications/initialized"}])");
+  CHECK(h.out.empty());
+}
+
+TEST_CASE("a batch waits for its slow calls and skips cancelled ones") {
+  Harness h;
+  h.initialize("2025-03-26");
+  h.line(R"([{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}},)"
+         R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}},)"
+         R"({"jsonrpc":"2.0","id":3,"method":"ping"}])");
+  CHECK(h.out.empty());
+  REQUIRE(h.pending.calls.size() == 2);
+  h.notify("notifications/cancelled", {{"requestId", 1}});
+  CHECK(h.out.empty());
+  h.pending.calls[1]->finish({{"content", json::array()}});
+  const auto batch = h.take();
+  REQUIRE(batch.size() == 2);
+  CHECK(batch[0]["id"] == 3);
+  CHECK(batch[1]["id"] == 2);
+}
+
+TEST_CASE("an over-long line is answered with the id it carried") {
+  Harness h;
+  h.initialize();
+  h.session->handle_oversize({20000000, mcp::kMaxLineBytes, json(12)});
+  auto response = h.take();
+  CHECK(response["id"] == 12);
+  CHECK(error_code(response) == -32600);
+  CHECK(response["error"]["message"].get<std::string>().find("20000000") != std::string::npos);
+  h.session->handle_oversize({20000000, mcp::kMaxLineBytes, std::nullopt});
+  CHECK_FALSE(h.take().contains("id"));
+}
+
+TEST_CASE("shutdown: running calls are asked to stop, still answered, then abandoned") {
+  Harness h;
+  h.initialize();
+  h.request(1, "tools/call", {{"name", "slow"}});
+  h.request(2, "tools/call", {{"name", "slow"}});
+  h.session->stop_accepting_and_cancel();
+  CHECK(h.pending.cancel_hooks_run == 2);
+  h.request(3, "tools/list");
+  auto refused = h.take();
+  CHECK(refused["id"] == 3);
+  CHECK(error_code(refused) == -32603);
+  h.request(4, "ping");
+  CHECK(h.take()["result"] == json::object());
+  // A cancelled run still reports the output it had.
+  h.pending.calls[0]->finish({{"content", json::array({{{"type", "text"}, {"text", "partial"}}})}});
+  CHECK(h.take()["result"]["content"][0]["text"] == "partial");
+  h.session->abandon_in_flight("going away");
+  auto abandoned = h.take();
+  CHECK(abandoned["id"] == 2);
+  CHECK(abandoned["error"]["message"] == "going away");
+  CHECK(h.session->calls_in_flight() == 0);
+  h.pending.calls[1]->finish({{"content", json::array()}});
+  CHECK(h.out.empty());
+}
+
+TEST_CASE("a call outliving its session is harmless") {
+  std::shared_ptr<mcp::ToolCall> survivor;
+  {
+    Harness h;
+    h.initialize();
+    h.request(1, "tools/call", {{"name", "slow"}, {"_meta", {{"progressToken", 1}}}});
+    survivor = h.pending.calls.at(0);
+    h.pending.calls.clear();
+  }
+  survivor->progress(1, std::nullopt, "");
+  survivor->log(mcp::LogLevel::error, "x");
+  survivor->finish({{"content", json::array()}});
+  CHECK_FALSE(survivor->cancelled());
+}
