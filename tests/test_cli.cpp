@@ -1,0 +1,140 @@
+// Command-line parsing: drop-in flags, engine knobs, and exit status 2 with one line on errors.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "mcp/cli.h"
+
+namespace {
+
+mcp::CliResult parse(std::vector<std::string> args) { return mcp::parse_cli(args); }
+
+// Expects a usage error naming `flag`, on one line.
+void expect_usage_error(std::vector<std::string> args, const std::string& flag) {
+  INFO("args: " << [&] {
+    std::string s;
+    for (const auto& a : args) s += a + " ";
+    return s;
+  }());
+  const auto result = parse(args);
+  CHECK_FALSE(result.options.has_value());
+  CHECK(result.exit_code == 2);
+  CHECK(result.stderr_text.find(flag) != std::string::npos);
+  CHECK(result.stderr_text.find('\n') == std::string::npos);
+  CHECK(result.stdout_text.empty());
+}
+
+}  // namespace
+
+TEST_CASE("defaults match the Python server") {
+  const auto result = parse({});
+  REQUIRE(result.options.has_value());
+  const auto& config = result.options->engine;
+  CHECK_FALSE(config.python_version.has_value());
+  CHECK(config.policy.backend == sandbox::Backend::native);
+  CHECK(config.max_timeout_seconds == 300);
+  CHECK(config.default_timeout_seconds == 30);
+  CHECK(config.max_output_bytes == 102400);
+  CHECK(config.warm_cache);
+  CHECK(config.uv_path == "uv");
+  CHECK(config.policy.network);
+  CHECK(config.max_concurrent_runs == 0);
+  CHECK_FALSE(result.options->run_file.has_value());
+  CHECK(result.options->log_level == "info");
+}
+
+TEST_CASE("every flag reaches the engine configuration") {
+  const auto result = parse({"--python-version", "3.12", "--sandbox-backend", "none",
+                             "--max-timeout", "600", "--default-timeout=45",
+                             "--max-output-bytes", "2048", "--no-warm-cache", "--uv-path",
+                             "/opt/uv", "--log-level", "warning", "--preload", "numpy",
+                             "--preload", "pandas,json.decoder", "--max-concurrent-runs", "3",
+                             "--network", "off", "--memory-limit-mb", "512",
+                             "--max-processes", "64", "--cpu-limit-seconds", "10",
+                             "--tmpfs-size-mb", "128", "--cache-dir", "/tmp/c",
+                             "--env-cache-max-mb", "100", "--max-zygotes", "2",
+                             "--max-images", "0", "--index-url", "https://i.example/simple",
+                             "--extra-index-url", "https://a.example", "--extra-index-url",
+                             "https://b.example", "--find-links", "/wheels", "--offline"});
+  REQUIRE(result.options.has_value());
+  const auto& c = result.options->engine;
+  CHECK(c.python_version == std::optional<std::string>("3.12"));
+  CHECK(c.policy.backend == sandbox::Backend::none);
+  CHECK(c.max_timeout_seconds == 600);
+  CHECK(c.default_timeout_seconds == 45);
+  CHECK(c.max_output_bytes == 2048);
+  CHECK_FALSE(c.warm_cache);
+  CHECK(c.uv_path == "/opt/uv");
+  CHECK(result.options->log_level == "warn");
+  CHECK(c.preload_modules == std::vector<std::string>{"numpy", "pandas", "json.decoder"});
+  CHECK(c.max_concurrent_runs == 3);
+  CHECK_FALSE(c.policy.network);
+  CHECK(c.policy.limits.memory_bytes == 512ull << 20);
+  CHECK(c.policy.limits.max_processes == 64);
+  CHECK(c.policy.limits.cpu_seconds == 10);
+  CHECK(c.policy.limits.tmpfs_bytes == 128ull << 20);
+  CHECK(c.cache_dir == "/tmp/c");
+  CHECK(c.env_cache_max_mb == 100);
+  CHECK(c.max_zygotes == 2);
+  CHECK(c.max_images == 0);
+  CHECK(c.index.index_url == std::optional<std::string>("https://i.example/simple"));
+  CHECK(c.index.extra_index_urls == std::vector<std::string>{"https://a.example", "https://b.example"});
+  CHECK(c.index.find_links == std::vector<std::string>{"/wheels"});
+  CHECK(c.index.offline);
+}
+
+TEST_CASE("invalid values exit 2 with one line naming the flag") {
+  expect_usage_error({"--max-timeout", "0"}, "--max-timeout");
+  expect_usage_error({"--max-timeout", "ten"}, "--max-timeout");
+  expect_usage_error({"--max-timeout", "99999999999999999999"}, "--max-timeout");
+  expect_usage_error({"--default-timeout", "0"}, "--default-timeout");
+  expect_usage_error({"--default-timeout", "301"}, "--default-timeout");
+  expect_usage_error({"--max-timeout", "10", "--default-timeout", "11"}, "--default-timeout");
+  expect_usage_error({"--max-output-bytes", "1023"}, "--max-output-bytes");
+  expect_usage_error({"--sandbox-backend", "chroot"}, "--sandbox-backend");
+  expect_usage_error({"--python-version", "3"}, "--python-version");
+  expect_usage_error({"--python-version", "3.8"}, "--python-version");
+  expect_usage_error({"--python-version", "three.twelve"}, "--python-version");
+  expect_usage_error({"--log-level", "loud"}, "--log-level");
+  expect_usage_error({"--network", "maybe"}, "--network");
+  expect_usage_error({"--preload", "os; import shutil"}, "--preload");
+  expect_usage_error({"--preload", "1abc"}, "--preload");
+  expect_usage_error({"--memory-limit-mb", "-5"}, "--memory-limit-mb");
+  expect_usage_error({"--max-processes", "0"}, "--max-processes");
+  expect_usage_error({"--max-concurrent-runs", "0"}, "--max-concurrent-runs");
+  expect_usage_error({"--max-zygotes", "0"}, "--max-zygotes");
+  expect_usage_error({"--max-images", "-1"}, "--max-images");
+  expect_usage_error({"--tmpfs-size-mb", "x"}, "--tmpfs-size-mb");
+  expect_usage_error({"--uv-path", ""}, "--uv-path");
+  expect_usage_error({"--run", "/nonexistent/script.py"}, "--run");
+  expect_usage_error({"--bogus-flag"}, "--bogus-flag");
+  expect_usage_error({"--max-timeout"}, "--max-timeout");
+}
+
+TEST_CASE("a default timeout equal to the maximum is fine") {
+  const auto result = parse({"--max-timeout", "5", "--default-timeout", "5"});
+  REQUIRE(result.options.has_value());
+  CHECK(result.options->engine.default_timeout_seconds == 5);
+}
+
+TEST_CASE("--help and --version print to stdout and exit 0") {
+  const auto help = parse({"--help"});
+  CHECK_FALSE(help.options.has_value());
+  CHECK(help.exit_code == 0);
+  for (const char* flag : {"--python-version", "--sandbox-backend", "--max-timeout",
+                           "--default-timeout", "--max-output-bytes", "--no-warm-cache",
+                           "--uv-path", "--log-level", "--version", "--preload", "--network",
+                           "--memory-limit-mb", "--run", "--offline", "--find-links"}) {
+    CHECK(help.stdout_text.find(flag) != std::string::npos);
+  }
+  const auto version = parse({"--version"});
+  CHECK(version.exit_code == 0);
+  CHECK(version.stdout_text == "mcp-python-exec-sandbox " MPES_VERSION "\n");
+}
+
+TEST_CASE("--run takes a readable file") {
+  const auto result = parse({"--run", MPES_SOURCE_DIR "/CMakeLists.txt"});
+  REQUIRE(result.options.has_value());
+  CHECK(result.options->run_file == std::optional<std::string>(MPES_SOURCE_DIR "/CMakeLists.txt"));
+}
