@@ -1,0 +1,145 @@
+#include "mcp/run_result_format.h"
+
+#include <cstdio>
+#include <vector>
+
+namespace mcp {
+
+using json = nlohmann::json;
+
+namespace {
+
+bool usage_known(const engine::RunUsage& usage) {
+  return usage.wall_ms > 0 || usage.cpu_ms >= 0 || usage.peak_memory_bytes >= 0;
+}
+
+double to_mb(std::int64_t bytes) {
+  // One decimal is what a human (or an LLM) compares; the raw bytes are not more useful.
+  const double mb = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  return static_cast<double>(static_cast<std::int64_t>(mb * 10.0 + 0.5)) / 10.0;
+}
+
+std::string one_decimal(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", value);
+  return buffer;
+}
+
+json text_item(std::string text) { return {{"type", "text"}, {"text", std::move(text)}}; }
+
+}  // namespace
+
+std::string format_run_text(const engine::RunResult& result) {
+  std::vector<std::string> parts;
+  if (result.service_error) parts.push_back(*result.service_error);
+  if (!result.stdout_stream.text.empty()) parts.push_back("--- stdout ---\n" + result.stdout_stream.text);
+  if (!result.stderr_stream.text.empty()) parts.push_back("--- stderr ---\n" + result.stderr_stream.text);
+  if (result.return_value_repr) parts.push_back("--- return_value ---\n" + *result.return_value_repr);
+  parts.push_back("--- exit_code: " + std::to_string(result.exit_code) + " ---");
+  if (result.end_reason != engine::EndReason::exit) {
+    parts.push_back("--- end: " + std::string(engine::to_string(result.end_reason)) + " ---");
+  }
+  parts.push_back("--- duration_ms: " + std::to_string(result.duration_ms) + " ---");
+  if (result.timed_out) parts.emplace_back("--- timed_out: true ---");
+  if (usage_known(result.usage)) {
+    std::string usage = "--- usage: wall_ms=" + std::to_string(result.usage.wall_ms);
+    if (result.usage.cpu_ms >= 0) usage += " cpu_ms=" + std::to_string(result.usage.cpu_ms);
+    if (result.usage.peak_memory_bytes >= 0) {
+      usage += " peak_memory_mb=" + one_decimal(to_mb(result.usage.peak_memory_bytes));
+    }
+    parts.push_back(usage + " ---");
+  }
+  std::string text;
+  for (const auto& part : parts) {
+    if (!text.empty()) text += '\n';
+    text += part;
+  }
+  return text;
+}
+
+json run_structured_content(const engine::RunResult& result) {
+  json out = {
+      {"stdout", result.stdout_stream.text},
+      {"stderr", result.stderr_stream.text},
+      {"exit_code", result.exit_code},
+      {"duration_ms", result.duration_ms},
+      {"timed_out", result.timed_out},
+      {"stdout_truncated", result.stdout_stream.dropped_bytes},
+      {"stderr_truncated", result.stderr_stream.dropped_bytes},
+      {"end_reason", engine::to_string(result.end_reason)},
+      {"sandbox", result.sandbox},
+      {"python_version", result.python_version},
+      {"execution_path", result.execution_path},
+      {"images", result.images.size()},
+      {"notes", result.notes},
+  };
+  if (result.return_value_repr) {
+    json value = {{"repr", *result.return_value_repr}};
+    if (result.return_value_json) value["json"] = *result.return_value_json;
+    out["return_value"] = std::move(value);
+  }
+  if (usage_known(result.usage)) {
+    json usage = {{"wall_ms", result.usage.wall_ms}};
+    if (result.usage.cpu_ms >= 0) usage["cpu_ms"] = result.usage.cpu_ms;
+    if (result.usage.peak_memory_bytes >= 0) {
+      usage["peak_memory_mb"] = to_mb(result.usage.peak_memory_bytes);
+    }
+    out["usage"] = std::move(usage);
+  }
+  if (result.service_error) out["service_error"] = *result.service_error;
+  return out;
+}
+
+json run_output_schema() {
+  const json integer = {{"type", "integer"}};
+  const json string = {{"type", "string"}};
+  return {
+      {"type", "object"},
+      {"properties",
+       {
+           {"stdout", {{"type", "string"}, {"description", "Standard output as kept (head + marker + tail past the limit)"}}},
+           {"stderr", {{"type", "string"}, {"description", "Standard error as kept"}}},
+           {"exit_code", {{"type", "integer"}, {"description", "Exit status; -N when killed by signal N, -9 on timeout"}}},
+           {"duration_ms", integer},
+           {"timed_out", {{"type", "boolean"}}},
+           {"stdout_truncated", {{"type", "integer"}, {"minimum", 0}, {"description", "Bytes of stdout left out"}}},
+           {"stderr_truncated", {{"type", "integer"}, {"minimum", 0}, {"description", "Bytes of stderr left out"}}},
+           {"end_reason",
+            {{"type", "string"},
+             {"enum", {"exit", "signal", "timeout", "memory_limit", "cpu_limit", "process_limit",
+                       "file_size_limit", "cancelled", "sandbox_error", "install_failed"}}}},
+           {"sandbox", {{"type", "string"}, {"description", "Isolation that really applied"}}},
+           {"python_version", string},
+           {"execution_path", {{"type", "string"}, {"description", "zygote (forked from a warm interpreter) or spawn"}}},
+           {"images", {{"type", "integer"}, {"minimum", 0}, {"description", "Number of image items in content"}}},
+           {"notes", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+           {"return_value",
+            {{"type", "object"},
+             {"description", "Value of the script's last expression"},
+             {"properties", {{"repr", string}, {"json", json::object()}}},
+             {"required", {"repr"}}}},
+           {"usage",
+            {{"type", "object"},
+             {"properties",
+              {{"wall_ms", integer}, {"cpu_ms", integer}, {"peak_memory_mb", {{"type", "number"}}}}},
+             {"required", {"wall_ms"}}}},
+           {"service_error", {{"type", "string"}, {"description", "Set when the service itself failed"}}},
+       }},
+      {"required",
+       {"stdout", "stderr", "exit_code", "duration_ms", "timed_out", "stdout_truncated",
+        "stderr_truncated", "end_reason"}},
+  };
+}
+
+json run_call_tool_result(const engine::RunResult& result) {
+  json content = json::array({text_item(format_run_text(result))});
+  for (const auto& note : result.notes) content.push_back(text_item(note));
+  for (const auto& image : result.images) {
+    content.push_back({{"type", "image"}, {"data", image.data_base64}, {"mimeType", image.mime_type}});
+  }
+  return {{"content", std::move(content)},
+          {"structuredContent", run_structured_content(result)},
+          {"isError", result.service_error.has_value()}};
+}
+
+}  // namespace mcp

@@ -1,0 +1,116 @@
+// execute_python result text and structuredContent, byte for byte.
+#include <catch2/catch.hpp>
+
+#include "mcp/run_result_format.h"
+
+using nlohmann::json;
+
+namespace {
+engine::RunResult hello() {
+  engine::RunResult r;
+  r.stdout_stream.text = "hello\n";
+  r.exit_code = 0;
+  r.duration_ms = 12;
+  r.sandbox = "native";
+  r.python_version = "3.11.2";
+  r.execution_path = "zygote";
+  return r;
+}
+}  // namespace
+
+TEST_CASE("plain run: the Python server's sections, nothing more") {
+  CHECK(mcp::format_run_text(hello()) == "--- stdout ---\nhello\n\n--- exit_code: 0 ---\n--- duration_ms: 12 ---");
+}
+
+TEST_CASE("stderr, return value, end reason, timeout and usage in their places") {
+  auto r = hello();
+  r.stdout_stream.text = "";
+  r.stderr_stream.text = "Traceback...\n";
+  r.return_value_repr = "42";
+  r.exit_code = -9;
+  r.timed_out = true;
+  r.end_reason = engine::EndReason::timeout;
+  r.duration_ms = 1003;
+  r.usage.wall_ms = 1003;
+  r.usage.cpu_ms = 998;
+  r.usage.peak_memory_bytes = 12 * 1024 * 1024 + 300 * 1024;
+  CHECK(mcp::format_run_text(r) ==
+        "--- stderr ---\nTraceback...\n\n"
+        "--- return_value ---\n42\n"
+        "--- exit_code: -9 ---\n"
+        "--- end: timeout ---\n"
+        "--- duration_ms: 1003 ---\n"
+        "--- timed_out: true ---\n"
+        "--- usage: wall_ms=1003 cpu_ms=998 peak_memory_mb=12.3 ---");
+}
+
+TEST_CASE("usage shows only what is known") {
+  auto r = hello();
+  r.stdout_stream.text = "";
+  r.usage.wall_ms = 5;
+  CHECK(mcp::format_run_text(r) == "--- exit_code: 0 ---\n--- duration_ms: 12 ---\n--- usage: wall_ms=5 ---");
+}
+
+TEST_CASE("a signal death is reported with its end reason") {
+  auto r = hello();
+  r.stdout_stream.text = "";
+  r.exit_code = -11;
+  r.end_reason = engine::EndReason::signal;
+  CHECK(mcp::format_run_text(r) == "--- exit_code: -11 ---\n--- end: signal ---\n--- duration_ms: 12 ---");
+}
+
+TEST_CASE("structuredContent carries every field") {
+  auto r = hello();
+  r.stdout_stream.dropped_bytes = 500;
+  r.return_value_repr = "[1, 2]";
+  r.return_value_json = json::array({1, 2});
+  r.notes = {"1 figure dropped"};
+  r.usage.wall_ms = 3;
+  const auto s = mcp::run_structured_content(r);
+  CHECK(s["stdout"] == "hello\n");
+  CHECK(s["stderr"] == "");
+  CHECK(s["exit_code"] == 0);
+  CHECK(s["duration_ms"] == 12);
+  CHECK(s["timed_out"] == false);
+  CHECK(s["stdout_truncated"] == 500);
+  CHECK(s["stderr_truncated"] == 0);
+  CHECK(s["end_reason"] == "exit");
+  CHECK(s["sandbox"] == "native");
+  CHECK(s["python_version"] == "3.11.2");
+  CHECK(s["execution_path"] == "zygote");
+  CHECK(s["return_value"]["repr"] == "[1, 2]");
+  CHECK(s["return_value"]["json"] == json::array({1, 2}));
+  CHECK(s["usage"]["wall_ms"] == 3);
+  CHECK_FALSE(s["usage"].contains("cpu_ms"));
+  CHECK(s["notes"] == json::array({"1 figure dropped"}));
+  CHECK_FALSE(s.contains("service_error"));
+  // Every required property of the schema is present.
+  for (const auto& key : mcp::run_output_schema()["required"]) CHECK(s.contains(key.get<std::string>()));
+  for (const auto& [key, value] : s.items()) {
+    INFO(key);
+    CHECK(mcp::run_output_schema()["properties"].contains(key));
+  }
+}
+
+TEST_CASE("content: text, notes, then images; isError only for a service error") {
+  auto r = hello();
+  r.notes = {"note one"};
+  r.images.push_back({"image/png", "iVBORw0KGgo="});
+  auto result = mcp::run_call_tool_result(r);
+  REQUIRE(result["content"].size() == 3);
+  CHECK(result["content"][0]["type"] == "text");
+  CHECK(result["content"][1]["text"] == "note one");
+  CHECK(result["content"][2] == json{{"type", "image"}, {"data", "iVBORw0KGgo="}, {"mimeType", "image/png"}});
+  CHECK(result["isError"] == false);
+  CHECK(result["structuredContent"]["images"] == 1);
+
+  engine::RunResult failed;
+  failed.exit_code = -1;
+  failed.end_reason = engine::EndReason::sandbox_error;
+  failed.service_error = "sandbox unavailable: install bubblewrap";
+  result = mcp::run_call_tool_result(failed);
+  CHECK(result["isError"] == true);
+  const auto text = result["content"][0]["text"].get<std::string>();
+  CHECK(text.rfind("sandbox unavailable: install bubblewrap\n", 0) == 0);
+  CHECK(result["structuredContent"]["service_error"] == "sandbox unavailable: install bubblewrap");
+}
