@@ -45,6 +45,13 @@ void LineFramer::append_partial(std::string_view bytes) {
   partial_.append(bytes);
 }
 
+void LineFramer::end_discarding() {
+  OversizeLine over{discarded_, max_, sniffer_.id()};
+  discarding_ = false;
+  discarded_ = 0;
+  on_oversize_(over);
+}
+
 void LineFramer::feed(std::string_view bytes) {
   while (!bytes.empty()) {
     const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
@@ -55,37 +62,24 @@ void LineFramer::feed(std::string_view bytes) {
     const auto len = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data());
     const std::string_view head = bytes.substr(0, len);
     bytes.remove_prefix(len + 1);
-    if (discarding_) {
-      sniffer_.feed(head);
-      discarded_ += head.size();
-      OversizeLine over{discarded_, max_, sniffer_.id()};
-      discarding_ = false;
-      discarded_ = 0;
-      on_oversize_(over);
-    } else if (partial_.empty()) {
+    if (!discarding_ && partial_.empty()) {
       emit(head);  // the common case: a whole line inside one read, no copy
+      continue;
+    }
+    append_partial(head);
+    if (discarding_) {
+      end_discarding();
     } else {
-      append_partial(head);
-      if (discarding_) {
-        OversizeLine over{discarded_, max_, sniffer_.id()};
-        discarding_ = false;
-        discarded_ = 0;
-        on_oversize_(over);
-      } else {
-        std::string line = std::move(partial_);
-        partial_.clear();
-        emit(line);
-      }
+      std::string line = std::move(partial_);
+      partial_.clear();
+      emit(line);
     }
   }
 }
 
 void LineFramer::finish() {
   if (discarding_) {
-    OversizeLine over{discarded_, max_, sniffer_.id()};
-    discarding_ = false;
-    discarded_ = 0;
-    on_oversize_(over);
+    end_discarding();
     return;
   }
   if (!partial_.empty()) {

@@ -42,6 +42,7 @@ class LineFramer {
  private:
   void emit(std::string_view line);
   void start_discarding();
+  void end_discarding();
   void append_partial(std::string_view bytes);
 
   LineFn on_line_;
