@@ -116,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
     out_dir = os.path.abspath(args.out)
     log_dir = os.path.join(out_dir, "logs")
     os.makedirs(log_dir, exist_ok=True)
+    for name in os.listdir(log_dir):  # logs of an earlier run would be mistaken for this one's
+        if name.endswith(".stderr.log"):
+            os.unlink(os.path.join(log_dir, name))
     server_args = DEFAULT_SERVER_ARGS + list(args.server_arg)
 
     results: dict = {

@@ -87,6 +87,7 @@ def _run_facts(out: dict) -> dict:
 def run_sequential(session: Session, workload: Workload, warmup: int, iterations: int) -> dict:
     """One request at a time; latency of each, after `warmup` calls that are not counted."""
     samples: list[int] = []
+    reported: list[int] = []  # the server's own duration_ms: the run without the protocol
     errors: list[str] = []
     facts: dict = {}
     total = warmup + iterations
@@ -102,7 +103,11 @@ def run_sequential(session: Session, workload: Workload, warmup: int, iterations
             facts = _run_facts(out)
         if i >= warmup and resp is not None:
             samples.append(resp.latency_ns)
+            duration = (out.get("structured") or {}).get("duration_ms")
+            if isinstance(duration, (int, float)):
+                reported.append(int(duration * 1e6))
     return {"latency_ms": summarize_ns(samples), "samples_ms": [s / 1e6 for s in samples],
+            "server_reported_ms": summarize_ns(reported),
             "errors": len([e for e in errors if not e.startswith("gave up")]),
             "first_error": errors[0] if errors else None, "run": facts}
 
