@@ -1,0 +1,689 @@
+// The escape suite: attacks a script might try, run through the real server (native backend)
+// with the SDK client. Each must fail inside and leave the server healthy and the host unchanged.
+// Every attack has a positive control that runs the same probe outside the sandbox (Debian's
+// /usr/bin/python3 directly, against temporary paths, or the server with --network on), so no
+// test passes because a probe or the sandbox failed to start: each inside probe must print its
+// PROBE line from a run whose structuredContent says it ran sandboxed.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { connect, serverPath, textOf } from './lib/client.mjs';
+
+const HOST_PYTHON = '/usr/bin/python3';
+const rand = () => crypto.randomBytes(6).toString('hex');
+const isRoot = process.getuid() === 0;
+// Limits small enough to hit quickly, stated here so the tests can check the numbers.
+const LIMITS = { memoryMb: 256, processes: 64, tmpfsMb: 32 };
+const LIMIT_FLAGS = [
+  '--memory-limit-mb', String(LIMITS.memoryMb),
+  '--max-processes', String(LIMITS.processes),
+  '--tmpfs-size-mb', String(LIMITS.tmpfsMb),
+];
+
+// Shared Python helpers for every probe: report() prints the one line the test parses.
+const PRELUDE = String.raw`
+import os, sys, json, ctypes, errno
+def report(**kw):
+    print('PROBE ' + json.dumps(kw), flush=True)
+def attempt(fn):
+    try:
+        return {'ok': True, 'value': fn()}
+    except OSError as e:
+        return {'ok': False, 'errno': e.errno, 'error': type(e).__name__ + ': ' + str(e)}
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def syscall(nr, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    return 0 if r >= 0 else ctypes.get_errno()
+def detach_stdio():
+    # A process meant to outlive the prober must not hold its output pipes open.
+    null = os.open('/dev/null', os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+def in_child(fn):
+    # Runs fn in a forked child so a successful attack (e.g. unshare) cannot change the prober.
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            out = fn()
+        except BaseException as e:
+            out = 'exception: %r' % (e,)
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    data = b''
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data) if data else None
+`;
+
+function parseProbe(stdout) {
+  const lines = (stdout ?? '').split('\n').filter((l) => l.startsWith('PROBE '));
+  return lines.length ? JSON.parse(lines[lines.length - 1].slice(6)) : null;
+}
+
+async function inside(client, body, { timeout = 60, expectProbe = true } = {}) {
+  const result = await client.callTool(
+    { name: 'execute_python', arguments: { script: PRELUDE + body, timeout_seconds: timeout } },
+    undefined,
+    { timeout: (timeout + 60) * 1000 },
+  );
+  const sc = result.structuredContent ?? {};
+  const text = textOf(result);
+  assert.notEqual(result.isError, true, `the run failed as a service error: ${text}`);
+  assert.equal(sc.sandbox, 'native', `the run was not sandboxed natively: ${text}`);
+  const probe = parseProbe(sc.stdout);
+  if (expectProbe) assert.ok(probe, `the probe did not report (did it start?):\n${text}`);
+  return { probe, sc, text };
+}
+
+// Runs the probe with the host's python, outside any sandbox, in a fresh temporary directory
+// removed afterwards. Asynchronous, so host listeners in this process keep serving meanwhile.
+async function outside(body) {
+  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-escape-control-'));
+  try {
+    const child = spawn(HOST_PYTHON, ['-c', PRELUDE + body], { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdin.end();
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120000);
+    await new Promise((resolve) => child.on('close', resolve));
+    clearTimeout(timer);
+    const probe = parseProbe(stdout);
+    assert.ok(probe, `control probe did not report: ${stdout}\n${stderr}`);
+    return probe;
+  } finally {
+    fs.rmSync(cwd, { recursive: true, force: true });
+  }
+}
+
+// Host processes whose command line contains `tag`.
+function hostProcessesWith(tag) {
+  const found = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (cmdline.includes(tag)) found.push(Number(entry));
+    } catch { /* exited meanwhile */ }
+  }
+  return found;
+}
+
+// Every live descendant of `root` on the host.
+function descendantsOf(root) {
+  const children = new Map();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (!children.has(ppid)) children.set(ppid, []);
+      children.get(ppid).push(Number(entry));
+    } catch { /* exited meanwhile */ }
+  }
+  const out = [];
+  const stack = [root];
+  while (stack.length) {
+    for (const c of children.get(stack.pop()) ?? []) {
+      out.push(c);
+      stack.push(c);
+    }
+  }
+  return out;
+}
+
+async function waitUntil(predicate, ms = 5000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (predicate()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return predicate();
+}
+
+async function assertHealthy(client) {
+  const result = await client.callTool({
+    name: 'execute_python',
+    arguments: { script: 'print(6 * 7)' },
+  });
+  assert.notEqual(result.isError, true, textOf(result));
+  assert.equal(result.structuredContent?.stdout, '42\n', textOf(result));
+}
+
+// A long-lived host process with a unique tag in its command line.
+function startMarker(tag) {
+  const child = spawn('/bin/sh', ['-c', 'while :; do sleep 1; done', tag], {
+    stdio: 'ignore',
+    detached: true,
+  });
+  return child;
+}
+
+describe('escape suite (native sandbox)', { timeout: 900000 }, () => {
+  let server;
+  let client;
+  const tag = `mpes-escape-${rand()}`;
+  const planted = [];
+  let marker;
+
+  before(async () => {
+    server = await connect(LIMIT_FLAGS);
+    client = server.client;
+    marker = startMarker(`${tag}-marker`);
+    assert.ok(await waitUntil(() => hostProcessesWith(`${tag}-marker`).length > 0));
+  });
+
+  after(async () => {
+    if (marker) process.kill(-marker.pid, 'SIGKILL');
+    for (const p of planted) fs.rmSync(p, { force: true, recursive: true });
+    await client?.close();
+  });
+
+  test('cannot read /etc/shadow, the host home or a planted secret', async () => {
+    const secret = rand();
+    const homeSecret = path.join(os.homedir(), `.${tag}-secret`);
+    const varSecret = `/var/tmp/${tag}-secret`;
+    for (const p of [homeSecret, varSecret]) {
+      fs.writeFileSync(p, secret, { mode: 0o644 });
+      planted.push(p);
+    }
+    const probe = (paths) => `
+out = {p: attempt(lambda p=p: open(p).read()) for p in ${JSON.stringify(paths)}}
+home = attempt(lambda: os.listdir(${JSON.stringify(os.homedir())}))
+report(reads=out, home=home)
+`;
+    // Control: the probe reads the planted secrets (and, as root, /etc/shadow) outside.
+    const control = await outside(probe([homeSecret, varSecret, '/etc/shadow']));
+    assert.equal(control.reads[homeSecret].value, secret);
+    assert.equal(control.reads[varSecret].value, secret);
+    if (isRoot) assert.equal(control.reads['/etc/shadow'].ok, true);
+    assert.ok(control.home.value.includes(path.basename(homeSecret)));
+
+    const { probe: p } = await inside(client, probe([homeSecret, varSecret, '/etc/shadow']));
+    for (const [file, r] of Object.entries(p.reads)) {
+      assert.equal(r.ok, false, `${file} was readable inside: ${JSON.stringify(r)}`);
+    }
+    if (p.home.ok) assert.ok(!p.home.value.includes(path.basename(homeSecret)));
+  });
+
+  test('cannot write to /usr, /etc, the host home, /var or /opt', async () => {
+    const name = `${tag}-written`;
+    const dirs = ['/usr', '/usr/lib', '/etc', os.homedir(), '/var', '/var/tmp', '/opt', '/'];
+    const probe = (targets) => `
+def write(d):
+    with open(os.path.join(d, ${JSON.stringify(name)}), 'w') as f:
+        f.write('escaped')
+    return True
+report(writes={d: attempt(lambda d=d: write(d)) for d in ${JSON.stringify(targets)}})
+`;
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-escape-'));
+    planted.push(tmp);
+    const control = await outside(probe([tmp]));
+    assert.equal(control.writes[tmp].ok, true, 'control: the probe writes into a temp dir');
+
+    const { probe: p } = await inside(client, probe(dirs));
+    for (const d of dirs) {
+      assert.equal(p.writes[d].ok, false, `wrote into ${d} inside`);
+      assert.equal(fs.existsSync(path.join(d, name)), false, `${d}/${name} appeared on the host`);
+    }
+  });
+
+  test('no capabilities, no_new_privs, seccomp filter, not root', async () => {
+    const probe = `
+status = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines() if ':' in l)
+report(status={k: v.strip() for k, v in status.items()}, uid=os.getuid(), euid=os.geteuid(), gid=os.getgid())
+`;
+    const control = await outside(probe);
+    assert.equal(control.status.NoNewPrivs, '0', 'control: the probe reads real values');
+    if (isRoot) assert.notEqual(control.status.CapEff, '0000000000000000');
+
+    const { probe: p } = await inside(client, probe);
+    for (const key of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) {
+      assert.equal(p.status[key], '0000000000000000', `${key} inside`);
+    }
+    assert.equal(p.status.NoNewPrivs, '1');
+    assert.equal(p.status.Seccomp, '2');
+    assert.notEqual(p.uid, 0, 'the script runs as root inside its namespace');
+    assert.notEqual(p.euid, 0);
+    assert.notEqual(p.gid, 0);
+  });
+
+  test('unshare, mount, ptrace, bpf, userfaultfd, io_uring and TIOCSTI are denied', async () => {
+    // x86_64 syscall numbers; each attack in its own forked child.
+    const probe = `
+import struct
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+def do_unshare():
+    return syscall(272, CLONE_NEWUSER)
+def do_mount():
+    syscall(272, CLONE_NEWUSER | CLONE_NEWNS)  # as an unprivileged user would first
+    os.makedirs('mnt', exist_ok=True)
+    return syscall(165, b'none', os.path.abspath('mnt').encode(), b'tmpfs', 0, 0)
+def do_ptrace():
+    return syscall(101, 0, 0, 0, 0)  # PTRACE_TRACEME
+def do_bpf():
+    attr = ctypes.create_string_buffer(struct.pack('IIII', 2, 4, 4, 1) + bytes(112))
+    return syscall(321, 0, attr, 128)  # BPF_MAP_CREATE, an array map
+def do_userfaultfd():
+    return syscall(323, 0o2000000 | 1)  # O_CLOEXEC | UFFD_USER_MODE_ONLY
+def do_io_uring():
+    params = ctypes.create_string_buffer(120)
+    return syscall(425, 1, params)
+def do_tiocsti():
+    c = ctypes.create_string_buffer(b'x')
+    return syscall(16, 0, 0x5412, c)
+def do_tiocsti_high():
+    c = ctypes.create_string_buffer(b'x')
+    return syscall(16, 0, (1 << 32) | 0x5412, c)
+names = ['unshare', 'mount', 'ptrace', 'bpf', 'userfaultfd', 'io_uring', 'tiocsti', 'tiocsti_high']
+report(errnos={n: in_child(globals()['do_' + n]) for n in names})
+`;
+    const control = (await outside(probe)).errnos;
+    const inner = (await inside(client, probe)).probe.errnos;
+    const EPERM = 1;
+    for (const [name, errnoInside] of Object.entries(inner)) {
+      assert.equal(errnoInside, EPERM, `${name} inside gave errno ${errnoInside}`);
+    }
+    // Controls: outside, the same calls succeed (errno 0) or fail for another reason (TIOCSTI on
+    // a pipe: ENOTTY). bpf needs root outside (unprivileged_bpf_disabled).
+    for (const name of ['unshare', 'mount', 'ptrace', 'userfaultfd', 'io_uring']) {
+      assert.equal(control[name], 0, `control: ${name} works outside (errno ${control[name]})`);
+    }
+    assert.equal(control.tiocsti, 25, 'control: TIOCSTI on a non-tty is ENOTTY outside');
+    assert.equal(control.tiocsti_high, 25);
+    if (isRoot) assert.equal(control.bpf, 0, 'control: bpf map creation works as root');
+  });
+
+  test('cannot see or signal host processes or the zygote; kill(-1) harms nothing', async () => {
+    const markerTag = `${tag}-marker`;
+    const [markerPid] = hostProcessesWith(markerTag);
+    assert.ok(markerPid, 'the host marker runs');
+    const serverPid = server.transport.pid;
+    const probe = `
+seen = {}
+for e in os.listdir('/proc'):
+    if e.isdigit() and int(e) != os.getpid():
+        try:
+            seen[e] = open('/proc/%s/cmdline' % e, 'rb').read().replace(b'\\0', b' ').decode()
+        except OSError:
+            pass
+marker = [c for c in seen.values() if ${JSON.stringify(markerTag)} in c]
+server = [c for c in seen.values() if ${JSON.stringify(serverPath)} in c]
+report(marker=marker, server=server, count=len(seen) + 1, pidns=os.readlink('/proc/self/ns/pid'),
+       signal=attempt(lambda: os.kill(${markerPid}, 0)),
+       signal_server=attempt(lambda: os.kill(${serverPid}, 0)))
+`;
+    const control = await outside(probe);
+    assert.equal(control.marker.length, 1, 'control: the probe finds the host marker');
+    assert.ok(control.server.length >= 1, 'control: the probe finds the server');
+    assert.equal(control.signal.ok, true, 'control: the probe can signal the marker');
+
+    const { probe: p } = await inside(client, probe);
+    assert.deepEqual(p.marker, []);
+    assert.deepEqual(p.server, []);
+    assert.equal(p.signal.ok, false);
+    assert.equal(p.signal_server.ok, false);
+    // Its own pid namespace: just the run's init and the script.
+    assert.ok(p.count <= 3, `the run sees ${p.count} processes`);
+    // Not the pid namespace of the host, nor of the zygote or anything else the server runs
+    // (the run's own processes are gone by now).
+    const namespaces = new Set([fs.readlinkSync('/proc/self/ns/pid')]);
+    for (const pid of descendantsOf(serverPid)) {
+      try { namespaces.add(fs.readlinkSync(`/proc/${pid}/ns/pid`)); } catch { /* exited */ }
+    }
+    assert.ok(namespaces.size >= 2, 'control: the zygote runs in a pid namespace of its own');
+    assert.ok(!namespaces.has(p.pidns), `the run shares a pid namespace (${p.pidns})`);
+
+    const killer = await inside(client, `
+import signal
+report(result=attempt(lambda: os.kill(-1, signal.SIGKILL)))
+`);
+    assert.ok(killer.probe, 'the script survived its own kill(-1)');
+    assert.doesNotThrow(() => process.kill(markerPid, 0), 'the host marker survived kill(-1)');
+    assert.equal(hostProcessesWith(markerTag).length, 1);
+    await assertHealthy(client);
+  });
+
+  test('a fork bomb is bounded and leaves nothing behind', async () => {
+    const bombTag = `${tag}-forkbomb`;
+    const probe = (limit) => `
+import time
+n = 0
+err = None
+while n < ${limit}:
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = e.errno
+        break
+    if pid == 0:
+        try:
+            detach_stdio()
+            os.execv('/bin/sh', ['/bin/sh', '-c', 'while :; do sleep 1; done', ${JSON.stringify(bombTag)}])
+        finally:
+            os._exit(1)
+    n += 1
+report(forked=n, errno=err)
+`;
+    // Control: outside, the probe forks tagged processes that the host scan finds.
+    const control = await outside(probe(5));
+    assert.equal(control.forked, 5);
+    assert.ok(await waitUntil(() => hostProcessesWith(bombTag).length >= 5));
+    for (const pid of hostProcessesWith(bombTag)) process.kill(pid, 'SIGKILL');
+    assert.ok(await waitUntil(() => hostProcessesWith(bombTag).length === 0));
+
+    const { probe: p, sc } = await inside(client, probe(100000), { timeout: 20 });
+    assert.ok(p.forked < LIMITS.processes, `forked ${p.forked} processes`);
+    assert.equal(p.errno, 11, 'fork fails with EAGAIN at the limit');
+    assert.ok(['exit', 'process_limit'].includes(sc.end_reason), sc.end_reason);
+    assert.ok(await waitUntil(() => hostProcessesWith(bombTag).length === 0),
+      `fork bomb survivors: ${hostProcessesWith(bombTag)}`);
+    await assertHealthy(client);
+  });
+
+  test('a thread bomb is bounded', async () => {
+    const probe = (limit) => `
+import threading, time
+n = 0
+err = None
+ev = threading.Event()
+while n < ${limit}:
+    try:
+        threading.Thread(target=ev.wait, daemon=True).start()
+    except RuntimeError as e:
+        err = str(e)
+        break
+    n += 1
+ev.set()
+report(threads=n, error=err)
+`;
+    const control = await outside(probe(200));
+    assert.equal(control.threads, 200, 'control: 200 threads start outside');
+    const { probe: p } = await inside(client, probe(100000), { timeout: 30 });
+    assert.ok(p.threads < LIMITS.processes, `started ${p.threads} threads`);
+    assert.match(p.error ?? '', /can't start new thread/);
+    await assertHealthy(client);
+  });
+
+  test('a 64 GiB bytearray is a memory_limit, the server stays healthy', async () => {
+    const big = await inside(client, `
+report(start=True)
+x = bytearray(64 << 30)
+report(allocated=True)
+`);
+    assert.equal(big.probe.start, true);
+    assert.equal(big.sc.end_reason, 'memory_limit', big.text);
+    assert.match(big.text, /--- end: memory_limit ---/);
+    await assertHealthy(client);
+  });
+
+  test('allocating and touching past the limit (bytearray, numpy) is a memory_limit', async () => {
+    const mb = LIMITS.memoryMb * 2;
+    const probes = {
+      bytearray: `report(start=True)\nx = bytearray(${mb} << 20)\nreport(allocated=len(x))\n`,
+      numpy: `import numpy as np\nreport(start=True)\na = np.ones(${mb} << 17)\nreport(allocated=int(a.nbytes))\n`,
+    };
+    for (const [name, body] of Object.entries(probes)) {
+      const control = await outside(body);
+      assert.equal(control.allocated, mb << 20, `control: ${name} allocates ${mb} MiB outside`);
+      const { probe: p, sc, text } = await inside(client, body);
+      assert.equal(p.start, true);
+      assert.equal(p.allocated, undefined, `${name}: allocated ${mb} MiB inside`);
+      assert.equal(sc.end_reason, 'memory_limit', `${name}: ${text}`);
+      await assertHealthy(client);
+    }
+  });
+
+  test('filling /tmp, /dev/shm and the work dir stops at the tmpfs cap', async () => {
+    const probe = (dirs) => `
+def fill(d):
+    total = 0
+    chunk = b'x' * (1 << 20)
+    try:
+        with open(os.path.join(d, ${JSON.stringify(`${tag}-fill`)}), 'wb') as f:
+            while total < (${LIMITS.tmpfsMb * 4} << 20):
+                f.write(chunk)
+                f.flush()
+                total += len(chunk)
+        return {'bytes': total, 'errno': None}
+    except OSError as e:
+        return {'bytes': total, 'errno': e.errno}
+    finally:
+        try:
+            os.remove(os.path.join(d, ${JSON.stringify(`${tag}-fill`)}))
+        except OSError:
+            pass
+report(fill={d: fill(d) for d in ${JSON.stringify(dirs)}})
+`;
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-escape-'));
+    planted.push(tmp);
+    const control = await outside(probe([tmp]));
+    assert.equal(control.fill[tmp].bytes, (LIMITS.tmpfsMb * 4) << 20, 'control: the writer fills');
+
+    const { probe: p } = await inside(client, probe(['/tmp', '/dev/shm', '.']));
+    for (const [d, r] of Object.entries(p.fill)) {
+      assert.equal(r.errno, 28, `${d}: ENOSPC expected, got ${JSON.stringify(r)}`);
+      assert.ok(r.bytes <= LIMITS.tmpfsMb << 20, `${d}: wrote ${r.bytes} bytes`);
+    }
+    assert.equal(fs.existsSync(`/dev/shm/${tag}-fill`), false);
+    assert.equal(fs.existsSync(`/tmp/${tag}-fill`), false);
+    await assertHealthy(client);
+  });
+
+  test('inode exhaustion stops at the tmpfs inode cap', async () => {
+    const probe = (dir, limit) => `
+n = 0
+err = None
+d = ${JSON.stringify(dir)}
+while n < ${limit}:
+    try:
+        open(os.path.join(d, 'f%d' % n), 'w').close()
+    except OSError as e:
+        err = e.errno
+        break
+    n += 1
+report(files=n, errno=err)
+`;
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-escape-'));
+    planted.push(tmp);
+    const control = await outside(probe(tmp, 500));
+    assert.equal(control.files, 500, 'control: the probe creates files');
+    const { probe: p } = await inside(client, probe('/tmp', 10_000_000), { timeout: 60 });
+    assert.equal(p.errno, 28, `ENOSPC expected: ${JSON.stringify(p)}`);
+    // nr_inodes scales with the size cap: far below the 10 million the probe would create.
+    assert.ok(p.files < 1_000_000, `created ${p.files} files`);
+    await assertHealthy(client);
+  });
+
+  test('fd exhaustion stops at RLIMIT_NOFILE', async () => {
+    const probe = (limit) => `
+fds = []
+err = None
+while len(fds) < ${limit}:
+    try:
+        fds.append(os.open('/dev/null', os.O_RDONLY))
+    except OSError as e:
+        err = e.errno
+        break
+report(fds=len(fds), errno=err)
+`;
+    const control = await outside(probe(1000));
+    assert.equal(control.fds, 1000, 'control: 1000 fds open outside');
+    const { probe: p } = await inside(client, probe(1_000_000));
+    assert.equal(p.errno, 24, 'EMFILE');
+    assert.ok(p.fds < 1000, `opened ${p.fds} fds`);
+    await assertHealthy(client);
+  });
+
+  test('a setsid double-fork daemon does not outlive the run', async () => {
+    const daemonTag = `${tag}-daemon`;
+    const probe = `
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        detach_stdio()
+        os.execv('/bin/sh', ['/bin/sh', '-c', 'while :; do sleep 1; done', ${JSON.stringify(daemonTag)}])
+    os._exit(0)
+os.wait()
+report(spawned=True)
+`;
+    // Control: outside the daemon survives the prober, and the host scan sees it.
+    await outside(probe);
+    assert.ok(await waitUntil(() => hostProcessesWith(daemonTag).length === 1), 'control daemon');
+    for (const pid of hostProcessesWith(daemonTag)) process.kill(pid, 'SIGKILL');
+    assert.ok(await waitUntil(() => hostProcessesWith(daemonTag).length === 0));
+
+    const { probe: p } = await inside(client, probe);
+    assert.equal(p.spawned, true);
+    assert.ok(await waitUntil(() => hostProcessesWith(daemonTag).length === 0, 3000),
+      `daemon outlived the run: ${hostProcessesWith(daemonTag)}`);
+  });
+
+  test('sys.path directories and installer caches cannot be written', async () => {
+    const home = os.homedir();
+    const caches = [
+      path.join(home, '.cache', 'pip'),
+      path.join(home, '.cache', 'uv'),
+      path.join(process.env.XDG_CACHE_HOME ?? path.join(home, '.cache'), 'mcp-python-exec-sandbox'),
+      '/root/.cache',
+    ];
+    const name = `${tag}-planted.py`;
+    const probe = (extra) => `
+import site
+dirs = [p for p in sys.path if p and os.path.isdir(p) and os.path.abspath(p) != os.getcwd()]
+dirs += [p for p in site.getsitepackages() if os.path.isdir(p)]
+dirs += ${JSON.stringify(extra)}
+def write(d):
+    with open(os.path.join(d, ${JSON.stringify(name)}), 'w') as f:
+        f.write('import os')
+    os.remove(os.path.join(d, ${JSON.stringify(name)}))
+    return True
+report(dirs=dirs, writes={d: attempt(lambda d=d: write(d)) for d in dirs})
+`;
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-escape-'));
+    planted.push(tmp);
+    const control = await outside(probe([tmp]));
+    assert.equal(control.writes[tmp].ok, true, 'control: the writer works');
+    assert.ok(control.dirs.length > 1, 'control: the probe finds sys.path directories');
+
+    const { probe: p } = await inside(client, probe(caches));
+    assert.ok(p.dirs.length > caches.length, 'inside: sys.path directories were probed');
+    for (const [d, r] of Object.entries(p.writes)) {
+      assert.equal(r.ok, false, `${d} writable inside`);
+      assert.equal(fs.existsSync(path.join(d, name)), false);
+    }
+  });
+
+  test('nothing left in /tmp, /dev/shm, cwd or any writable place reaches the next run', async () => {
+    const name = `${tag}-leftover`;
+    // Every directory a script might write to, whether or not it is writable in this sandbox.
+    const dirs = ['/tmp', '/dev/shm', '.', '/', '/etc', '/home', '/run', '/var/tmp', '/usr/local'];
+    const write = `
+def leave(d):
+    with open(os.path.join(d, ${JSON.stringify(name)}), 'w') as f:
+        f.write('left')
+    return True
+wrote = {d: attempt(lambda d=d: leave(d))['ok'] for d in ${JSON.stringify(dirs)}}
+report(wrote=wrote, present={d: os.path.exists(os.path.join(d, ${JSON.stringify(name)})) for d in wrote}, cwd=os.getcwd())
+`;
+    const check = `
+report(present={d: os.path.exists(os.path.join(d, ${JSON.stringify(name)})) for d in ${JSON.stringify(dirs)}})
+`;
+    const first = await inside(client, write);
+    // Control: within the run the files exist where writing worked (at least the scratch dirs),
+    // so the check itself can see them.
+    for (const d of ['/tmp', '/dev/shm', '.']) assert.equal(first.probe.wrote[d], true, d);
+    for (const [d, wrote] of Object.entries(first.probe.wrote)) {
+      assert.equal(first.probe.present[d], wrote, d);
+    }
+    const second = await inside(client, check);
+    for (const [d, present] of Object.entries(second.probe.present)) {
+      assert.equal(present, false, `${d}/${name} written by one run was there for the next`);
+    }
+    for (const d of dirs.filter((x) => x.startsWith('/'))) {
+      assert.equal(fs.existsSync(path.join(d, name)), false, `${d}/${name} appeared on the host`);
+    }
+    assert.equal(fs.existsSync(path.join(first.probe.cwd, name)), false, 'the work dir was a host dir');
+  });
+
+  test('the server is healthy and the host marker alive after every attack', async () => {
+    await assertHealthy(client);
+    assert.equal(hostProcessesWith(`${tag}-marker`).length, 1);
+  });
+});
+
+describe('escape suite: network', { timeout: 300000 }, () => {
+  let listener;
+  let port;
+  const connections = [];
+
+  before(async () => {
+    listener = net.createServer((socket) => {
+      connections.push(socket);
+      socket.end('hello from the host\n');
+    });
+    await new Promise((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    port = listener.address().port;
+  });
+
+  after(() => {
+    listener?.close();
+  });
+
+  const probe = () => `
+import socket
+def host_loopback():
+    s = socket.create_connection(('127.0.0.1', ${port}), timeout=3)
+    data = s.recv(100).decode()
+    s.close()
+    return data
+def egress():
+    s = socket.create_connection(('1.1.1.1', 53), timeout=3)
+    s.close()
+    return True
+report(loopback=attempt(host_loopback), egress=attempt(egress),
+       interfaces=[n for _, n in socket.if_nameindex()])
+`;
+
+  test('--network off: no host loopback, no egress, only lo', async () => {
+    // Controls: outside, and inside with --network on, the probe reaches the host listener.
+    const control = await outside(probe());
+    assert.equal(control.loopback.value, 'hello from the host\n');
+    assert.ok(control.interfaces.length > 1, 'control: the host has more than lo');
+
+    const on = await connect([...LIMIT_FLAGS, '--network', 'on']);
+    try {
+      const { probe: p } = await inside(on.client, probe());
+      assert.equal(p.loopback.value, 'hello from the host\n', 'control: network on reaches the host');
+    } finally {
+      await on.client.close();
+    }
+
+    const off = await connect([...LIMIT_FLAGS, '--network', 'off']);
+    try {
+      const { probe: p } = await inside(off.client, probe());
+      assert.equal(p.loopback.ok, false, 'reached the host loopback with --network off');
+      assert.equal(p.egress.ok, false, 'reached the internet with --network off');
+      assert.deepEqual(p.interfaces, ['lo']);
+      await assertHealthy(off.client);
+    } finally {
+      await off.client.close();
+    }
+  });
+});
