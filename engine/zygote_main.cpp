@@ -58,6 +58,8 @@ struct Options {
   std::string executable;  // sys.executable for scripts
   std::string run_path;    // $PATH of runs
   std::string preload;     // comma-separated modules
+  std::string sys_path;    // the interpreter's own sys.path, newline-separated ("" = computed)
+  std::string prefix;      // sys.prefix when it differs from the home (a venv)
   bool isolate = true;     // native backend
   bool network = true;
   sandbox::Limits limits;
@@ -72,7 +74,7 @@ void log(const std::string& text) {
 [[noreturn]] void usage(const std::string& problem) {
   log(problem);
   log("usage: mcp-python-exec-sandbox-zygote --libpython PATH --home PREFIX [--executable PATH] "
-      "[--run-path PATH] [--preload A,B] [--backend native|none] [--network on|off] "
+      "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--backend native|none] [--network on|off] "
       "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
       "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
       "(control socket on fd 3; started by mcp-python-exec-sandbox)");
@@ -98,6 +100,8 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--executable") o.executable = value;
     else if (flag == "--run-path") o.run_path = value;
     else if (flag == "--preload") o.preload = value;
+    else if (flag == "--sys-path") o.sys_path = value;
+    else if (flag == "--prefix") o.prefix = value;
     else if (flag == "--backend") o.isolate = value != "none";
     else if (flag == "--network") o.network = value != "off";
     else if (flag == "--tmpfs-bytes") o.limits.tmpfs_bytes = number(flag, value);
@@ -531,6 +535,8 @@ int main(int argc, char** argv) {
   ::setenv("MPES_EXECUTABLE", options.executable.c_str(), 1);
   ::setenv("MPES_PRELOAD", options.preload.c_str(), 1);
   ::setenv("MPES_RUN_PATH", options.run_path.c_str(), 1);
+  ::setenv("MPES_SYS_PATH", options.sys_path.c_str(), 1);
+  ::setenv("MPES_PREFIX", options.prefix.c_str(), 1);
   try {
     Zygote zygote(options, engine::LibPython::load(options.libpython));
     return zygote.start();

@@ -8,13 +8,19 @@ import sys
 def _mpes_boot():
     env = os.environ
     cfg = {k: env.pop(k, "") for k in ("MPES_EXECUTABLE", "MPES_PRELOAD", "MPES_RUN_PATH",
-                                       "MPES_REPORT_FD")}
+                                       "MPES_REPORT_FD", "MPES_SYS_PATH", "MPES_PREFIX")}
     # The zygote never writes bytecode into the interpreter's (read-only) tree; runs may.
     sys.dont_write_bytecode = True
     if cfg["MPES_EXECUTABLE"]:
         # An embedded interpreter would name the zygote binary; scripts expect the interpreter.
         sys.executable = cfg["MPES_EXECUTABLE"]
         sys._base_executable = cfg["MPES_EXECUTABLE"]
+    if cfg["MPES_SYS_PATH"]:
+        # Exactly the path the interpreter has when run normally (venv site-packages, .pth
+        # entries), as probed by the server.
+        sys.path[:] = [p for p in cfg["MPES_SYS_PATH"].split("\n") if p]
+    if cfg["MPES_PREFIX"]:
+        sys.prefix = sys.exec_prefix = cfg["MPES_PREFIX"]
     global _MPES_RUN_PATH
     _MPES_RUN_PATH = cfg["MPES_RUN_PATH"] or "/usr/local/bin:/usr/bin:/bin"
 
@@ -34,7 +40,7 @@ def _mpes_boot():
                             "fork safely and will refuse runs")
 
     # Everything the runner needs, imported once here rather than in every run.
-    import atexit, builtins, importlib.util, io, linecache, tokenize, types  # noqa: F401,E401
+    import atexit, builtins, importlib.util, io, linecache, tokenize, traceback, types  # noqa: F401,E401
 
     os.register_at_fork(after_in_child=_mpes_reseed_after_fork)
     import gc

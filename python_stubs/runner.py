@@ -68,7 +68,7 @@ def _mpes_run():
     try:
         compiled = compile(source, "script.py", "exec", dont_inherit=True)
     except SyntaxError as e:
-        sys.excepthook(type(e), e, None)
+        _mpes_print_exception(e)
         compiled = None
         code = 1
     except (ValueError, UnicodeDecodeError) as e:  # e.g. null bytes, undecodable source
@@ -84,7 +84,7 @@ def _mpes_run():
             # Skip our own frame: the traceback starts in the user's script.
             if e.__traceback__ is not None:
                 e.__traceback__ = e.__traceback__.tb_next
-            sys.excepthook(type(e), e, e.__traceback__)
+            _mpes_print_exception(e)
             code = 1
             if isinstance(e, KeyboardInterrupt):
                 code = -2
@@ -95,6 +95,20 @@ def _mpes_run():
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     os._exit(code & 0xFF if code >= 0 else 1)
+
+
+def _mpes_print_exception(e):
+    import sys
+    if sys.excepthook is sys.__excepthook__:
+        # The pure-Python printer reads source lines through linecache, where the runner put
+        # the script (there is no script.py file for the C printer to open).
+        import traceback
+        try:
+            traceback.print_exception(type(e), e, e.__traceback__)
+            return
+        except Exception:
+            pass
+    sys.excepthook(type(e), e, e.__traceback__)
 
 
 def _mpes_exit_code(e):
