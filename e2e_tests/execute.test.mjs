@@ -1,0 +1,299 @@
+// execute_python end to end through the MCP SDK client: output, exit codes, tracebacks, UTF-8,
+// deadlines, cancellation, output bounds, concurrency and isolation between runs.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { connect, textOf, serverPath } from './lib/client.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Processes on the host whose command line contains `marker` (none of ours: pgrep excludes itself).
+function processesWith(marker) {
+  try {
+    return execFileSync('pgrep', ['-f', '-a', marker], { encoding: 'utf8' }).trim();
+  } catch (e) {
+    if (e.status === 1) return '';  // none matched
+    throw e;
+  }
+}
+
+// Waits until no host process carries `marker` (the kernel may take a moment to reap them).
+async function assertNoSurvivors(marker) {
+  let left = '';
+  for (let i = 0; i < 40; i++) {
+    left = processesWith(marker);
+    if (!left) return;
+    await sleep(50);
+  }
+  assert.fail(`processes survived the run: ${left}`);
+}
+
+// A script that leaves a process tree behind: a child, a setsid daemon (double fork), each
+// carrying `marker` in its command line, then prints `partial` and sleeps.
+function treeScript(marker) {
+  return `
+import os, subprocess, sys, time
+subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '${marker}-child'])
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)', '${marker}-daemon'])
+    os._exit(0)
+os.wait()
+print('partial', flush=True)
+time.sleep(600)
+`;
+}
+
+async function run(client, script, extra = {}, options = {}) {
+  const result = await client.callTool(
+    { name: 'execute_python', arguments: { script, ...extra } },
+    undefined,
+    { timeout: 120000, ...options },
+  );
+  return { result, text: textOf(result), sc: result.structuredContent ?? {} };
+}
+
+describe('execute_python (native sandbox)', () => {
+  let conn;
+  before(async () => {
+    conn = await connect([]);
+  });
+  after(async () => {
+    await conn?.client.close();
+  });
+
+  test('print goes to stdout; the text has the exact sections', async () => {
+    const { result, text, sc } = await run(conn.client, "print('hello')");
+    assert.equal(result.isError ?? false, false, text);
+    // (A usage line may follow: it belongs to the rich-results work.)
+    assert.match(text,
+      /^--- stdout ---\nhello\n\n--- exit_code: 0 ---\n--- duration_ms: \d+ ---(\n--- usage: [^\n]* ---)?$/);
+    assert.equal(sc.stdout, 'hello\n');
+    assert.equal(sc.stderr, '');
+    assert.equal(sc.exit_code, 0);
+    assert.equal(sc.timed_out, false);
+    assert.equal(sc.sandbox, 'native');
+    assert.equal(sc.execution_path, 'zygote');
+    assert.match(sc.python_version, /^3\.\d+\.\d+/);
+  });
+
+  test('exit codes: sys.exit(n), SystemExit with a message, exceptions', async () => {
+    let r = await run(conn.client, 'import sys\nsys.exit(3)');
+    assert.equal(r.sc.exit_code, 3);
+    assert.match(r.text, /--- exit_code: 3 ---/);
+    r = await run(conn.client, "raise SystemExit('bye')");
+    assert.equal(r.sc.exit_code, 1);
+    assert.equal(r.sc.stderr, 'bye\n');
+    r = await run(conn.client, 'import sys\nsys.exit(0)');
+    assert.equal(r.sc.exit_code, 0);
+    r = await run(conn.client, 'import os, signal\nos.kill(os.getpid(), signal.SIGKILL)');
+    assert.equal(r.sc.exit_code, -9, r.text);
+    assert.equal(r.sc.timed_out, false);
+  });
+
+  test('stdout and stderr stay separate', async () => {
+    const { text, sc } = await run(conn.client,
+      "import sys\nprint('to out')\nprint('to err', file=sys.stderr)\nprint('out again')");
+    assert.equal(sc.stdout, 'to out\nout again\n');
+    assert.equal(sc.stderr, 'to err\n');
+    assert.ok(text.indexOf('--- stdout ---') < text.indexOf('--- stderr ---'));
+  });
+
+  test("tracebacks name script.py with the user's line numbers and no frames of ours", async () => {
+    const { result, sc } = await run(conn.client, 'x = 1\n\ndef f():\n    return 1 / 0\n\nf()\n');
+    assert.equal(result.isError ?? false, false, 'a failing script is a normal result');
+    assert.equal(sc.exit_code, 1);
+    assert.match(sc.stderr, /^Traceback \(most recent call last\):\n/);
+    assert.match(sc.stderr, /File "script\.py", line 6, in <module>\n\s+f\(\)/);
+    assert.match(sc.stderr, /File "script\.py", line 4, in f\n\s+return 1 \/ 0/);
+    assert.match(sc.stderr, /ZeroDivisionError: division by zero\n$/);
+    assert.doesNotMatch(sc.stderr, /<string>|_mpes|runner/);
+    const syntax = await run(conn.client, 'print(1)\nprint(\n');
+    assert.equal(syntax.sc.exit_code, 1);
+    assert.match(syntax.sc.stderr, /File "script\.py", line 2/);
+    assert.match(syntax.sc.stderr, /SyntaxError/);
+  });
+
+  test('the script runs as __main__ in a fresh, empty work dir with a minimal environment', async () => {
+    const { sc } = await run(conn.client, `
+import json, os, sys
+print(json.dumps({
+  'name': __name__, 'argv': sys.argv, 'cwd': os.getcwd(), 'listing': os.listdir('.'),
+  'env': dict(os.environ), 'stdin': sys.stdin.read(), 'uid': os.getuid(),
+  'main_keys': sorted(k for k in globals() if not k.startswith('__')),
+}))
+`);
+    const info = JSON.parse(sc.stdout);
+    assert.equal(info.name, '__main__');
+    assert.deepEqual(info.argv, ['script.py']);
+    assert.deepEqual(info.listing, []);
+    assert.equal(info.stdin, '');
+    assert.notEqual(info.uid, 0);
+    assert.deepEqual(info.main_keys, ['json', 'os', 'sys']);
+    assert.deepEqual(Object.keys(info.env).sort(),
+      ['HOME', 'LANG', 'MPLBACKEND', 'PATH', 'PYTHONIOENCODING', 'TMPDIR']);
+    assert.equal(info.env.HOME, info.cwd);
+    assert.equal(info.env.TMPDIR, info.cwd);
+    assert.equal(info.env.LANG, 'C.UTF-8');
+    assert.equal(info.env.PYTHONIOENCODING, 'utf-8');
+    assert.equal(info.env.MPLBACKEND, 'Agg');
+  });
+
+  test('UTF-8 survives the round trip', async () => {
+    const { sc, text } = await run(conn.client, "print('Hello 世界 🌍')");
+    assert.equal(sc.stdout, 'Hello 世界 🌍\n');
+    assert.match(text, /Hello 世界 🌍/);
+  });
+
+  test('timeout: partial output kept, exit -9, the whole process tree is gone', async () => {
+    const marker = `mpes-e2e-timeout-${randomUUID()}`;
+    const started = Date.now();
+    const { result, text, sc } = await run(conn.client, treeScript(marker), { timeout_seconds: 2 });
+    const elapsed = Date.now() - started;
+    assert.equal(result.isError ?? false, false, text);
+    assert.equal(sc.timed_out, true);
+    assert.equal(sc.exit_code, -9);
+    assert.equal(sc.stdout, 'partial\n');
+    assert.match(text, /--- exit_code: -9 ---/);
+    assert.match(text, /--- timed_out: true ---/);
+    assert.ok(elapsed >= 2000, `answered after ${elapsed} ms, before the deadline`);
+    await assertNoSurvivors(marker);
+  });
+
+  test('timeout_seconds is clamped, not rejected', async () => {
+    const { result, sc } = await run(conn.client, "print('ok')", { timeout_seconds: 0 });
+    assert.equal(result.isError ?? false, false);
+    assert.equal(sc.stdout, 'ok\n');
+  });
+
+  test('cancellation kills the run and its tree; the server keeps serving', async () => {
+    const marker = `mpes-e2e-cancel-${randomUUID()}`;
+    const controller = new AbortController();
+    const pending = run(conn.client, treeScript(marker), { timeout_seconds: 60 },
+      { signal: controller.signal });
+    // Wait until the tree exists, then cancel.
+    for (let i = 0; i < 200 && !processesWith(`${marker}-daemon`); i++) await sleep(25);
+    assert.ok(processesWith(`${marker}-daemon`), 'the run started its processes');
+    controller.abort();
+    await assert.rejects(pending);
+    await assertNoSurvivors(marker);
+    const { sc } = await run(conn.client, "print('still here')");
+    assert.equal(sc.stdout, 'still here\n');
+  });
+
+  test('an output flood is bounded: head, tail and a marker within the limit', async () => {
+    const { sc } = await run(conn.client, `
+import sys
+sys.stdout.write('BEGIN\\n')
+for i in range(200000):
+    sys.stdout.write('line %d of a flood\\n' % i)
+sys.stdout.write('END\\n')
+print('err tail', file=sys.stderr)
+`);
+    assert.equal(sc.exit_code, 0);
+    const limit = 102400;
+    assert.ok(Buffer.byteLength(sc.stdout) <= limit, `stdout of ${Buffer.byteLength(sc.stdout)} bytes`);
+    assert.ok(sc.stdout.startsWith('BEGIN\n'));
+    assert.ok(sc.stdout.endsWith('line 199999 of a flood\nEND\n'));
+    const m = sc.stdout.match(/\[\.\.\. (\d+) bytes dropped \.\.\.\]/);
+    assert.ok(m, 'the marker says how much was dropped');
+    assert.equal(Number(m[1]), sc.stdout_truncated);
+    assert.ok(sc.stdout_truncated > 3_000_000);
+    assert.equal(sc.stderr, 'err tail\n');
+    assert.equal(sc.stderr_truncated, 0);
+  });
+
+  test('16 concurrent runs all complete with their own output', async () => {
+    const calls = Array.from({ length: 16 }, (_, i) =>
+      run(conn.client, `import time\ntime.sleep(0.3)\nprint('run ${i}')`));
+    const results = await Promise.all(calls);
+    results.forEach(({ sc }, i) => {
+      assert.equal(sc.exit_code, 0);
+      assert.equal(sc.stdout, `run ${i}\n`);
+    });
+  });
+
+  test('runs share nothing: files, processes, Python state', async () => {
+    const marker = `mpes-e2e-leak-${randomUUID()}`;
+    const first = await run(conn.client, `
+import builtins, json, os, subprocess, sys
+open('/tmp/${marker}', 'w').write('x')
+open('here.txt', 'w').write('x')
+builtins.leaked = 1
+json.leaked = 1
+subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '${marker}'])
+print('ok')
+`);
+    assert.equal(first.sc.stdout, 'ok\n');
+    await assertNoSurvivors(marker);
+    const second = await run(conn.client, `
+import builtins, json, os
+print(os.path.exists('/tmp/${marker}'), os.listdir('.'), os.listdir('/tmp'),
+      hasattr(builtins, 'leaked'), hasattr(json, 'leaked'))
+`);
+    assert.equal(second.sc.stdout, 'False [] [] False False\n');
+  });
+
+  test('two runs never draw the same random numbers', async () => {
+    const script = 'import random, os\nprint(random.random(), os.urandom(4).hex())';
+    const a = await run(conn.client, script);
+    const b = await run(conn.client, script);
+    assert.notEqual(a.sc.stdout, b.sc.stdout);
+    const [ra] = a.sc.stdout.split(' ');
+    const [rb] = b.sc.stdout.split(' ');
+    assert.notEqual(ra, rb);
+  });
+
+  test('the sandbox shows nothing of the host: no /root, $HOME or server files', async () => {
+    const { sc } = await run(conn.client, `
+import os
+print(os.path.exists('/root/.bashrc'), os.path.exists('/var/log'), os.path.exists('/work'),
+      len([p for p in os.listdir('/proc') if p.isdigit()]) < 5, os.getpid() < 10)
+`);
+    assert.equal(sc.stdout, 'False False False True True\n');
+  });
+});
+
+describe('execute_python with --sandbox-backend none', () => {
+  test('runs and says it is unsandboxed', async () => {
+    const conn = await connect(['--sandbox-backend', 'none']);
+    try {
+      const { sc, result } = await run(conn.client, "import os\nprint('hi', os.listdir('.'))");
+      assert.equal(result.isError ?? false, false);
+      assert.equal(sc.stdout, 'hi []\n');
+      assert.equal(sc.sandbox, 'none (unsandboxed)');
+      const marker = `mpes-e2e-none-${randomUUID()}`;
+      const t = await run(conn.client, treeScript(marker), { timeout_seconds: 1 });
+      assert.equal(t.sc.timed_out, true);
+      assert.equal(t.sc.stdout, 'partial\n');
+    } finally {
+      await conn.client.close();
+    }
+  });
+});
+
+describe('stdin EOF with a run in flight', () => {
+  test('the server exits promptly and kills the run', async () => {
+    const marker = `mpes-e2e-eof-${randomUUID()}`;
+    const child = spawn(serverPath, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    const send = (msg) => child.stdin.write(`${JSON.stringify(msg)}\n`);
+    send({ jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    send({ jsonrpc: '2.0', id: 2, method: 'tools/call',
+      params: { name: 'execute_python', arguments: { script: treeScript(marker), timeout_seconds: 120 } } });
+    for (let i = 0; i < 400 && !processesWith(`${marker}-daemon`); i++) await sleep(25);
+    assert.ok(processesWith(`${marker}-daemon`), `the run started (server said: ${out})`);
+    const closedAt = Date.now();
+    child.stdin.end();
+    const { code } = await exited;
+    assert.equal(code, 0);
+    assert.ok(Date.now() - closedAt < 5000, 'the server exited promptly after stdin EOF');
+    await assertNoSurvivors(marker);
+  });
+});
