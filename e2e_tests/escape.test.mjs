@@ -622,6 +622,38 @@ report(present={d: os.path.exists(os.path.join(d, ${JSON.stringify(name)})) for 
     assert.equal(fs.existsSync(path.join(first.probe.cwd, name)), false, 'the work dir was a host dir');
   });
 
+  test('what scripts need still works inside: threads, subprocess, multiprocessing, numpy, pandas',
+    async () => {
+      const probe = `
+import threading, subprocess, multiprocessing, socket, tempfile
+import numpy as np, pandas as pd
+out = []
+t = threading.Thread(target=lambda: out.append(1)); t.start(); t.join()
+sub = subprocess.run(['/bin/echo', 'hi'], capture_output=True).stdout.decode()
+with multiprocessing.get_context('fork').Pool(2) as pool:
+    forked = pool.map(abs, [-1, -2, 3])
+# spawn starts a fresh interpreter that re-imports __main__ from its file: bounded wait.
+try:
+    with multiprocessing.get_context('spawn').Pool(1) as pool:
+        spawned = pool.map_async(abs, [-4]).get(timeout=20)
+except Exception as e:
+    spawned = 'failed: %r' % (e,)
+with tempfile.NamedTemporaryFile() as f:
+    f.write(b'x'); f.flush()
+    tmp = os.path.getsize(f.name)
+report(thread=out, sub=sub, forked=forked, spawned=spawned, tmp=tmp,
+       dot=float(np.arange(4.0) @ np.arange(4.0)), pandas=int(pd.DataFrame({'x': [1, 2, 3]}).x.sum()),
+       resolve=len(socket.getaddrinfo('localhost', 80)) > 0)
+`;
+      const expected = {
+        thread: [1], sub: 'hi\n', forked: [1, 2, 3], spawned: [4], tmp: 1, dot: 14, pandas: 6,
+        resolve: true,
+      };
+      assert.deepEqual(await outside(probe), expected, 'control: the same script outside');
+      const { probe: p } = await inside(client, probe);
+      assert.deepEqual(p, expected);
+    });
+
   test('the server is healthy and the host marker alive after every attack', async () => {
     await assertHealthy(client);
     assert.equal(hostProcessesWith(`${tag}-marker`).length, 1);
@@ -684,6 +716,28 @@ report(loopback=attempt(host_loopback), egress=attempt(egress),
       await assertHealthy(off.client);
     } finally {
       await off.client.close();
+    }
+  });
+});
+
+describe('escape suite: CPU limit', { timeout: 120000 }, () => {
+  test('--cpu-limit-seconds ends a busy loop as cpu_limit', async () => {
+    const probe = `
+import time
+report(start=True)
+while True:
+    pass
+`;
+    const limited = await connect([...LIMIT_FLAGS, '--cpu-limit-seconds', '1']);
+    try {
+      const { probe: p, sc, text } = await inside(limited.client, probe, { timeout: 30 });
+      assert.equal(p.start, true);
+      assert.equal(sc.timed_out, false, text);
+      assert.equal(sc.end_reason, 'cpu_limit', text);
+      assert.match(text, /--- end: cpu_limit ---/);
+      await assertHealthy(limited.client);
+    } finally {
+      await limited.client.close();
     }
   });
 });

@@ -27,6 +27,7 @@ namespace sandbox {
 namespace {
 
 constexpr unsigned kNobody = 65534;
+constexpr const char* kUnshare = "/usr/bin/unshare";
 
 struct CommandResult {
   bool started = false;
@@ -283,6 +284,22 @@ ProbeResult probe_host(const Policy& policy, const CgroupSetup& cgroups,
                                              (root ? " (as uid 65534)" : ""));
     if (!r.userns_works) {
       diagnose_userns(r, sandboxed.timed_out ? "timed out" : sandboxed.output);
+    } else if (::access(kUnshare, X_OK) == 0) {
+      // Each run's child clones new user+pid+mount namespaces inside the zygote's sandbox.
+      argv.insert(argv.end() - 1, {kUnshare, "--user", "--pid", "--mount", "--fork"});
+      auto nested = run_command(argv, root, 10s);
+      r.nested_userns_checked = true;
+      r.nested_userns_works = nested.ok();
+      r.details.emplace_back("nested namespaces", r.nested_userns_works ? "ok" : "failed");
+      if (!r.nested_userns_works) {
+        r.problem = "bubblewrap works, but a user namespace cannot be created inside it, as each "
+                    "run needs (unshare: " +
+                    first_line(nested.timed_out ? "timed out" : nested.output) + ")";
+        r.fix = "allow nested user namespaces: `sudo sysctl -w user.max_user_namespaces=15000`; "
+                "under an AppArmor or SELinux policy for bwrap, allow `userns` for its children";
+      }
+    } else {
+      r.details.emplace_back("nested namespaces", "not checked (no /usr/bin/unshare)");
     }
   }
 

@@ -16,6 +16,10 @@ struct ProbeResult {
   std::string bwrap_version;
   bool bwrap_disable_userns = false;  // bwrap knows --disable-userns (>= 0.8.0)
   bool userns_works = false;      // an unprivileged user namespace could be created
+  // Inside that sandbox, a further user+pid+mount namespace could be created, as every run's
+  // child does (false when not checked: no /usr/bin/unshare to check with).
+  bool nested_userns_works = false;
+  bool nested_userns_checked = false;
   bool seccomp_available = false;
   std::string cgroup_mode;        // e.g. "v2 delegated: <path>", "v1 memory+pids", "none"
   std::string memory_limit_mechanism;   // e.g. "cgroup v1 memory.limit_in_bytes", "RLIMIT_DATA"

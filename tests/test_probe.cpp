@@ -62,7 +62,15 @@ TEST_CASE("probe_host reports this host's bwrap, user namespaces and seccomp", "
                              " --unshare-all --ro-bind / / --proc /proc --dev /dev true "
                              "2>/dev/null && echo ok") == "ok\n";
   CHECK(r.userns_works == by_hand);
-  CHECK(r.native_ready() == (r.userns_works && r.seccomp_available));
+  if (r.nested_userns_checked) {
+    const bool nested_by_hand =
+        shell(run_as + r.bwrap_path +
+              " --unshare-all --ro-bind / / --proc /proc --dev /dev unshare --user --pid --mount "
+              "--fork true 2>/dev/null && echo ok") == "ok\n";
+    CHECK(r.nested_userns_works == nested_by_hand);
+  }
+  const bool nested_ok = !r.nested_userns_checked || r.nested_userns_works;
+  CHECK(r.native_ready() == (r.userns_works && nested_ok && r.seccomp_available));
   CHECK(r.native_ready() == r.fix.empty());
   CHECK_FALSE(r.cgroup_mode.empty());
   CHECK_FALSE(r.memory_limit_mechanism.empty());
@@ -115,4 +123,23 @@ esac)");
   CHECK_FALSE(r.native_ready());
   CHECK_THAT(r.problem, Catch::Contains("No permissions to create new namespace"));
   CHECK_FALSE(r.fix.empty());
+}
+
+TEST_CASE("a host where runs cannot nest user namespaces is not ready", "[probe]") {
+  if (access("/usr/bin/unshare", X_OK) != 0) {
+    WARN("no /usr/bin/unshare: the nested check is skipped on this host");
+    return;
+  }
+  FakeBwrap fake(R"(case "$*" in
+  *--version*) echo "bubblewrap 0.0.2" ;;
+  *"/usr/bin/unshare --user"*) echo "unshare: unshare failed: No space left on device" >&2; exit 1 ;;
+  *) exit 0 ;;
+esac)");
+  const auto r = sandbox::probe_host(sandbox::Policy{}, sandbox::CgroupSetup{}, fake.path);
+  CHECK(r.userns_works);
+  CHECK(r.nested_userns_checked);
+  CHECK_FALSE(r.nested_userns_works);
+  CHECK_FALSE(r.native_ready());
+  CHECK_THAT(r.problem, Catch::Contains("No space left on device"));
+  CHECK_THAT(r.fix, Catch::Contains("max_user_namespaces"));
 }
