@@ -11,37 +11,42 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <thread>
 
 #include "sandbox/setup_error.h"
+#include "sandbox/unique_fd.h"
 
 namespace sandbox {
 namespace {
 
+struct DirCloser {
+  void operator()(DIR* d) const { ::closedir(d); }
+};
+using DirPtr = std::unique_ptr<DIR, DirCloser>;
+
 std::optional<std::string> read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
   std::string out;
   char buf[4096];
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buf, static_cast<std::size_t>(n));
   }
-  ::close(fd);
   return out;
 }
 
 // 0 on success, else errno.
 int write_file(const std::string& path, std::string_view text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  int err = 0;
-  if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  return err;
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
+  // cgroup files report a rejected value from write() itself.
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) return errno;
+  return 0;
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
@@ -93,15 +98,15 @@ std::vector<int> read_pids(const std::string& dir) {
 
 // Kills what is in a cgroup and removes it and (first) any sub-cgroups a previous run left.
 bool destroy_tree(const std::string& dir) {
-  if (DIR* d = ::opendir(dir.c_str())) {
+  if (DirPtr d{::opendir(dir.c_str())}) {
     std::vector<std::string> subdirs;
-    while (dirent* e = ::readdir(d)) {
+    while (dirent* e = ::readdir(d.get())) {
       if (e->d_type == DT_DIR && std::strcmp(e->d_name, ".") != 0 &&
           std::strcmp(e->d_name, "..") != 0) {
         subdirs.emplace_back(dir + "/" + e->d_name);
       }
     }
-    ::closedir(d);
+    d.reset();
     for (const auto& s : subdirs) destroy_tree(s);
   } else {
     return errno == ENOENT;
@@ -118,10 +123,10 @@ bool destroy_tree(const std::string& dir) {
 
 // Removes "<tag-prefix><pid>" siblings whose server process is gone.
 void remove_stale(const std::string& parent, std::string_view prefix) {
-  DIR* d = ::opendir(parent.c_str());
-  if (d == nullptr) return;
+  DirPtr d{::opendir(parent.c_str())};
+  if (!d) return;
   std::vector<std::string> stale;
-  while (dirent* e = ::readdir(d)) {
+  while (dirent* e = ::readdir(d.get())) {
     std::string_view name(e->d_name);
     if (e->d_type != DT_DIR || !name.starts_with(prefix)) continue;
     std::string_view rest = name.substr(prefix.size());
@@ -131,7 +136,7 @@ void remove_stale(const std::string& parent, std::string_view prefix) {
     if (ec != std::errc() || p != rest.data() + rest.size() || pid <= 0) continue;
     if (::kill(pid, 0) != 0 && errno == ESRCH) stale.emplace_back(parent + "/" + std::string(name));
   }
-  ::closedir(d);
+  d.reset();
   for (const auto& s : stale) destroy_tree(s);
 }
 

@@ -22,6 +22,7 @@
 
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/setup_error.h"
+#include "sandbox/unique_fd.h"
 
 namespace sandbox {
 namespace {
@@ -37,21 +38,6 @@ struct CommandResult {
   bool ok() const { return started && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 };
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 // Runs argv (absolute path first) with stdin from /dev/null and stdout+stderr captured, as
 // uid/gid 65534 when `as_nobody`; kills it after `timeout`. Everything the child does between
@@ -70,10 +56,10 @@ CommandResult run_command(const std::vector<std::string>& argv, bool as_nobody,
     result.output = std::string("pipe2: ") + std::strerror(errno);
     return result;
   }
-  Fd read_end(pipe_fds[0]);
-  Fd write_end(pipe_fds[1]);
-  const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  Fd null_fd(devnull);
+  UniqueFd read_end(pipe_fds[0]);
+  UniqueFd write_end(pipe_fds[1]);
+  UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const int devnull = null_fd.get();
 
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -129,11 +115,10 @@ CommandResult run_command(const std::vector<std::string>& argv, bool as_nobody,
 }
 
 std::optional<std::string> read_small(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  Fd closer(fd);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
   char buf[256];
-  const ssize_t n = ::read(fd, buf, sizeof buf);
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
   if (n < 0) return std::nullopt;
   std::string s(buf, static_cast<std::size_t>(n));
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();

@@ -17,11 +17,13 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "sandbox/setup_error.h"
+#include "sandbox/unique_fd.h"
 
 namespace sandbox {
 namespace {
@@ -31,12 +33,6 @@ struct CtxDeleter {
 };
 using Ctx = std::unique_ptr<void, CtxDeleter>;
 
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 [[noreturn]] void fail(const std::string& what, int rc) {
   throw SetupError("sandbox: seccomp filter: " + what + ": " + std::strerror(rc < 0 ? -rc : rc));
@@ -142,16 +138,16 @@ SeccompProgram SeccompProgram::compile(const Policy& /*policy*/) {
   }
 
   // Export the compiled program through a memfd (libseccomp 2.5 has no in-memory export).
-  FdCloser mem{static_cast<int>(syscall(SYS_memfd_create, "mpes-seccomp", MFD_CLOEXEC))};
-  if (mem.fd < 0) fail("memfd_create", errno);
-  if (int rc = seccomp_export_bpf(c, mem.fd); rc != 0) fail("exporting the BPF program", rc);
+  UniqueFd mem(static_cast<int>(syscall(SYS_memfd_create, "mpes-seccomp", MFD_CLOEXEC)));
+  if (!mem) fail("memfd_create", errno);
+  if (int rc = seccomp_export_bpf(c, mem.get()); rc != 0) fail("exporting the BPF program", rc);
   struct stat st {};
-  if (fstat(mem.fd, &st) != 0) fail("fstat of the exported program", errno);
+  if (fstat(mem.get(), &st) != 0) fail("fstat of the exported program", errno);
   SeccompProgram program;
   program.bpf_.resize(static_cast<std::size_t>(st.st_size));
   std::size_t got = 0;
   while (got < program.bpf_.size()) {
-    const ssize_t n = pread(mem.fd, program.bpf_.data() + got, program.bpf_.size() - got,
+    const ssize_t n = pread(mem.get(), program.bpf_.data() + got, program.bpf_.size() - got,
                             static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) fail("reading the exported program", n < 0 ? errno : EIO);
