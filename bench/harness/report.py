@@ -297,14 +297,16 @@ def write_chart(results: dict, path: str) -> Optional[str]:
     flat = [ax for row in axes for ax in row]
     colours = {"server": "#1b7837", "bwrap": "#b2182b", "python": "#2166ac", "uv": "#762a83"}
     for ax, (title, systems) in zip(flat, panels):
-        data, labels, cols_used = [], [], []
+        data, labels, cols_used, failed = [], [], [], []
         for skey in SYSTEM_ORDER:
             s = systems.get(skey)
             if s and s.get("samples_ms"):
                 data.append(s["samples_ms"])
                 labels.append(_system_title(results, skey).strip("*"))
                 cols_used.append(colours[skey])
-        ax.set_title(title, fontsize=10)
+            elif s and s.get("errors"):
+                failed.append(_system_title(results, skey).strip("*"))
+        ax.set_title(title + (f" — failed on: {', '.join(failed)}" if failed else ""), fontsize=10)
         if not data:
             ax.text(0.5, 0.5, "no successful runs", ha="center", va="center", transform=ax.transAxes)
             ax.set_axis_off()

@@ -82,7 +82,8 @@ class ChartTest(unittest.TestCase):
             with open(path, encoding="utf-8") as f:
                 svg = f.read()
             self.assertTrue(svg.lstrip().startswith("<?xml"), svg[:100])
-            for text in ("this server", "numpy + pandas", "bwrap+python (per call)", "runs/s"):
+            for text in ("this server", "numpy + pandas — failed on: this server",
+                         "bwrap+python (per call)", "runs/s"):
                 self.assertTrue(text in svg, f"{text!r} missing from the chart")
 
 
