@@ -196,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
     md = report.to_markdown(results)
     with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
         f.write(md + "\n")
+    with open(os.path.join(out_dir, "readme_table.md"), "w", encoding="utf-8") as f:
+        f.write(report.to_readme_table(results) + "\n")
     report.write_json(results, os.path.join(out_dir, "results.json"))
     why_no_chart = report.write_chart(results, os.path.join(out_dir, "latency.svg"))
     if why_no_chart:
@@ -203,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     say("")
     say(md)
     report.print_summary(results, say)
-    say(f"\nbench: wrote {out_dir}/results.md, results.json"
+    say(f"\nbench: wrote {out_dir}/results.md, readme_table.md, results.json"
         + ("" if why_no_chart else ", latency.svg"))
     return 0
 

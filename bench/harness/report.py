@@ -241,6 +241,51 @@ def to_markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def to_readme_table(results: dict) -> str:
+    """The compact table for the README's performance section: p50 per workload and system."""
+    m = results["machine"]
+    run = _get(results, "server", "run") or {}
+    shown = [k for k in SYSTEM_ORDER
+             if k == "server" or any(b["key"] == k and b["available"] for b in results.get("baselines", []))]
+    head = "| workload (p50) | " + " | ".join(_system_title(results, k) for k in shown) + " | speed-up vs bwrap+python |"
+    lines = [f"Measured with `bench/run.sh` on {machine_line(m)}; server sandbox "
+             f"{run.get('sandbox', 'unknown')}, Python {run.get('python_version', 'unknown')}, "
+             f"{results.get('started_at')}, load average at start {m.get('load_average_start')}.", "",
+             head, "|---|" + "---:|" * (len(shown) + 1)]
+    for wkey, w in results.get("sequential", {}).items():
+        cells = []
+        for k in shown:
+            s = w["systems"].get(k) or {}
+            p50 = _get(s, "latency_ms", "p50")
+            cells.append(f"{_ms(p50)} ms" if p50 is not None else ("failed" if s.get("errors") else "—"))
+        ours, base = _p50(results, wkey, "server"), _p50(results, wkey, "bwrap")
+        speed = f"{base / ours:.1f}×" if ours and base else "—"
+        lines.append(f"| {w['title']} | " + " | ".join(cells) + f" | {speed} |")
+    for n, per in results.get("throughput", {}).items():
+        cells = []
+        for k in shown:
+            rps = _get(per, k, "runs_per_s")
+            cells.append(f"{rps:.0f} runs/s" if rps else "—")
+        ours, base = _get(per, "server", "runs_per_s"), _get(per, "bwrap", "runs_per_s")
+        speed = f"{ours / base:.1f}×" if ours and base else "—"
+        lines.append(f"| hello throughput, {n} in flight | " + " | ".join(cells) + f" | {speed} |")
+    cs = results.get("cold_start") or {}
+    for key, title in (("initialize_ms", "`initialize` after process start"),
+                       ("first_result_ms", "first result after process start")):
+        p50 = _get(cs, key, "p50")
+        lines.append(f"| {title} | {_ms(p50) + ' ms' if p50 is not None else '—'} |"
+                     + " |" * (len(shown) - 1) + " |")
+    mem = results.get("memory") or {}
+    idle = _get(mem, "idle", "total_rss_kb")
+    per_run = _get(mem, "concurrent", "extra_pss_kb_per_run")
+    lines.append(f"| memory: server + zygote RSS idle; extra PSS per concurrent run | "
+                 f"{_mib(idle)} MiB; {_mib(per_run)} MiB |" + " |" * (len(shown) - 1) + " |")
+    lines += ["", "| target | goal | measured | |", "|---|---|---|---|"]
+    for t in results.get("targets", []):
+        lines.append(f"| {t['what']} | {t['target']} | {t['measured']} | {t['status']} |")
+    return "\n".join(lines)
+
+
 def collect_errors(results: dict) -> list[str]:
     out: list[str] = []
     for wkey, w in results.get("sequential", {}).items():

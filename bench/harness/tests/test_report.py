@@ -72,6 +72,18 @@ class MarkdownTest(unittest.TestCase):
         self.assertIn("extra PSS per run 3.0 MiB", md)
 
 
+class ReadmeTableTest(unittest.TestCase):
+    def test_one_row_per_workload_with_the_speed_up(self):
+        r = _results()
+        r["targets"] = report.evaluate_targets(r)
+        table = report.to_readme_table(r)
+        self.assertIn("| workload (p50) | **this server** | bwrap+python (per call) | speed-up vs bwrap+python |",
+                      table)
+        self.assertIn("| print('hello') | 1.00 ms | 20.0 ms | 20.0× |", table)
+        self.assertIn("| numpy + pandas | failed | 600 ms | — |", table)
+        self.assertNotIn("uv run", table)  # unavailable baselines get no column
+
+
 class ChartTest(unittest.TestCase):
     def test_writes_an_svg(self):
         with tempfile.TemporaryDirectory() as d:
