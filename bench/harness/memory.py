@@ -96,10 +96,18 @@ def tree_memory(root: int) -> dict:
     }
 
 
-def wait_for_settled_tree(root: int, min_count: int, timeout: float,
-                          quiet: float = 0.3) -> dict:
-    """Polls the tree until it has at least `min_count` processes and has not changed for
-    `quiet` seconds (or `timeout` passes); returns its memory then."""
+def new_branches(before: list[dict], now: list[int]) -> int:
+    """How many processes in `now` are new children of a process in `before`: each run the
+    server starts is one such branch (a fork of a zygote), whatever it forks below itself."""
+    old = {p["pid"] for p in before}
+    return sum(1 for pid in now if pid not in old and _ppid(pid) in old)
+
+
+def wait_for_branches(root: int, idle: dict, branches: int, timeout: float,
+                      quiet: float = 0.3) -> dict:
+    """Polls the tree until `branches` new branches hang below the `idle` tree's processes and
+    nothing has changed for `quiet` seconds (or `timeout` passes); its memory then, with
+    `branches_seen`."""
     deadline = time.monotonic() + timeout
     last = descendants(root)
     stable_since = time.monotonic()
@@ -108,6 +116,9 @@ def wait_for_settled_tree(root: int, min_count: int, timeout: float,
         now = descendants(root)
         if now != last:
             last, stable_since = now, time.monotonic()
-        elif len(now) >= min_count and time.monotonic() - stable_since >= quiet:
+        elif (new_branches(idle["processes"], now) >= branches
+              and time.monotonic() - stable_since >= quiet):
             break
-    return tree_memory(root)
+    out = tree_memory(root)
+    out["branches_seen"] = new_branches(idle["processes"], [p["pid"] for p in out["processes"]])
+    return out

@@ -226,8 +226,8 @@ def to_markdown(results: dict) -> str:
             lines.append("")
         c = mem.get("concurrent")
         if c:
-            lines.append(f"With {c['runs_in_flight']} sleeping hello runs in flight "
-                         f"({c['processes_added']} processes added): PSS "
+            lines.append(f"With {c['runs_in_flight']} sleeping hello runs sent, {c.get('runs_alive')} alive "
+                         f"at once ({c['processes_added']} processes added): PSS "
                          f"{_mib(_get(c, 'idle', 'total_pss_kb'))} → {_mib(_get(c, 'busy', 'total_pss_kb'))} MiB, "
                          f"extra PSS per run {_mib(c.get('extra_pss_kb_per_run'))} MiB, "
                          f"extra RSS per run {_mib(c.get('extra_rss_kb_per_run'))} MiB.")

@@ -187,7 +187,7 @@ def measure_concurrent_memory(session: Session, sleeper: Workload, runs: int,
     ids = [server.send_request("tools/call", {"name": "execute_python",
                                               "arguments": execute_args(sleeper)})
            for _ in range(runs)]
-    busy = memory.wait_for_settled_tree(pid, idle["count"] + runs, settle_timeout)
+    busy = memory.wait_for_branches(pid, idle, runs, settle_timeout)
     errors: list[str] = []
     for rid in ids:
         try:
@@ -201,13 +201,19 @@ def measure_concurrent_memory(session: Session, sleeper: Workload, runs: int,
             errors.append(f"server died: {e}")
             session.replace()
             break
-    extra_pss = None
-    if idle["total_pss_kb"] is not None and busy["total_pss_kb"] is not None:
-        extra_pss = (busy["total_pss_kb"] - idle["total_pss_kb"]) / runs
-    return {"runs_in_flight": runs, "idle": idle, "busy": busy,
+    # Divide by the runs really alive at the measurement (a server may queue some).
+    alive = busy["branches_seen"]
+    extra_pss = extra_rss = None
+    if alive > 0:
+        extra_rss = (busy["total_rss_kb"] - idle["total_rss_kb"]) / alive
+        if idle["total_pss_kb"] is not None and busy["total_pss_kb"] is not None:
+            extra_pss = (busy["total_pss_kb"] - idle["total_pss_kb"]) / alive
+    else:
+        errors.append(f"none of the {runs} sleeping runs showed up as a process under the server")
+    return {"runs_in_flight": runs, "runs_alive": alive, "idle": idle, "busy": busy,
             "processes_added": busy["count"] - idle["count"],
             "extra_pss_kb_per_run": extra_pss,
-            "extra_rss_kb_per_run": (busy["total_rss_kb"] - idle["total_rss_kb"]) / runs,
+            "extra_rss_kb_per_run": extra_rss,
             "errors": len(errors), "first_error": errors[0] if errors else None}
 
 

@@ -22,8 +22,10 @@ class MemoryTest(unittest.TestCase):
             child.wait()
             child.stdout.close()
         self.addCleanup(cleanup)
+        idle = memory.tree_memory(os.getpid())
         child.stdout.readline()
-        tree = memory.wait_for_settled_tree(os.getpid(), 3, timeout=5, quiet=0.1)
+        tree = memory.wait_for_branches(os.getpid(), idle, 1, timeout=5, quiet=0.1)
+        self.assertEqual(tree["branches_seen"], 1)  # the child and grandchild: one branch
         pids = [p["pid"] for p in tree["processes"]]
         self.assertEqual(pids[0], os.getpid())
         self.assertIn(child.pid, pids)
