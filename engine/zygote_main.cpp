@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -64,6 +65,7 @@ struct Options {
   bool network = true;
   sandbox::Limits limits;
   sandbox::RlimitFallbacks fallbacks;
+  unsigned spares = 1;  // run children prepared ahead of their runs
 };
 
 void log(const std::string& text) {
@@ -74,7 +76,7 @@ void log(const std::string& text) {
 [[noreturn]] void usage(const std::string& problem) {
   log(problem);
   log("usage: mcp-python-exec-sandbox-zygote --libpython PATH --home PREFIX [--executable PATH] "
-      "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--backend native|none] [--network on|off] "
+      "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--backend native|none] [--network on|off] "
       "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
       "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
       "(control socket on fd 3; started by mcp-python-exec-sandbox)");
@@ -102,6 +104,7 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--preload") o.preload = value;
     else if (flag == "--sys-path") o.sys_path = value;
     else if (flag == "--prefix") o.prefix = value;
+    else if (flag == "--spares") o.spares = static_cast<unsigned>(number(flag, value));
     else if (flag == "--backend") o.isolate = value != "none";
     else if (flag == "--network") o.network = value != "off";
     else if (flag == "--tmpfs-bytes") o.limits.tmpfs_bytes = number(flag, value);
@@ -149,7 +152,8 @@ struct StatusRecord {
 };
 static_assert(sizeof(StatusRecord) <= PIPE_BUF);
 
-constexpr int kStatusFd = 4;  // in the run's processes, while setting up
+constexpr int kHandoffFd = 3;  // in a spare's processes, until its run arrives
+constexpr int kStatusFd = 4;   // in the run's processes, while setting up
 
 void write_record(const StatusRecord& record) {
   [[maybe_unused]] const ssize_t n = ::write(kStatusFd, &record, sizeof record);
@@ -180,19 +184,36 @@ class Zygote {
     std::string work_dir;  // none backend: the temporary work dir to remove
   };
 
+  // A run's child forked ahead of its run: namespaces, mounts and the runner's preparation are
+  // done, the script's process waits on the hand-off socket for the run's fds.
+  struct Spare {
+    pid_t pid = -1;        // the run's init (native) or script process (none)
+    UniqueFd pidfd;
+    UniqueFd handoff;      // our end of the hand-off socket
+    UniqueFd status;       // read end of the run's status pipe
+    std::string work_dir;  // none backend
+  };
+
   void handle_control();
+  bool create_spare();
   void handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds);
   void reap();
   void refuse(std::uint64_t run_id, const std::string& reason);
   [[noreturn]] void run_init(const sandbox::ChildSpec& spec);
-  [[noreturn]] void run_script(const sandbox::ChildSpec& spec);
+  [[noreturn]] void run_script(sandbox::ChildSpec spec);
   void kill_all_children();
+  void reap_spare(pid_t pid, int status);
 
   Options options_;
   engine::LibPython py_;
   std::optional<sandbox::SeccompProgram> seccomp_;
   UniqueFd signal_fd_;
   std::map<pid_t, Child> children_;
+  std::optional<Spare> spare_;
+  std::map<pid_t, Spare> abandoned_;  // spares that died before taking their run
+  std::string spare_error_;
+  sandbox::ChildSpec base_spec_;
+  unsigned spares_wanted_ = 1;
   bool stopping_ = false;
 };
 
@@ -246,6 +267,16 @@ int Zygote::start() {
     }
   }
 
+  base_spec_.isolate = options_.isolate;
+  base_spec_.network = options_.network;
+  base_spec_.outside_uid = ::getuid();
+  base_spec_.outside_gid = ::getgid();
+  base_spec_.mounts.tmpfs_bytes = options_.limits.tmpfs_bytes;
+  base_spec_.limits = options_.limits;
+  base_spec_.rlimit_fallbacks = options_.fallbacks;
+  base_spec_.seccomp = seccomp_ ? &*seccomp_ : nullptr;
+  spares_wanted_ = options_.spares;
+
   z::ReadyMessage ready;
   const std::string version = py_.Py_GetVersion();
   ready.python_version = version.substr(0, version.find(' '));
@@ -257,6 +288,7 @@ int Zygote::start() {
     return 1;
   }
 
+  if (spares_wanted_ > 0 && !create_spare()) log(spare_error_);
   pollfd fds[2] = {{z::kControlFd, POLLIN, 0}, {signal_fd_.get(), POLLIN, 0}};
   while (!stopping_) {
     if (::poll(fds, 2, -1) < 0) {
@@ -268,9 +300,9 @@ int Zygote::start() {
     if (fds[0].revents != 0) handle_control();
   }
   // Stopping: every run was killed; reap them all before leaving.
-  while (!children_.empty()) {
+  while (!children_.empty() || spare_ || !abandoned_.empty()) {
     reap();
-    if (!children_.empty()) ::usleep(1000);
+    if (!children_.empty() || spare_ || !abandoned_.empty()) ::usleep(1000);
   }
   return 0;
 }
@@ -305,110 +337,121 @@ void Zygote::refuse(std::uint64_t run_id, const std::string& reason) {
   z::send_message(z::kControlFd, z::RefusedMessage{run_id, reason});
 }
 
-void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
-  if (fds.size() < z::RunMessage::kFdCount) {
-    refuse(run.run_id, "RUN without its script/stdout/stderr fds");
-    return;
-  }
+bool Zygote::create_spare() {
   if (const int tasks = count_tasks(); tasks != 1) {
-    refuse(run.run_id, "the zygote has " + std::to_string(tasks) +
-                           " threads (a preloaded module started threads); forking it could "
-                           "deadlock the run. Remove that module from --preload.");
-    return;
+    spare_error_ = "the zygote has " + std::to_string(tasks) +
+                   " threads (a preloaded module started threads); forking it could deadlock "
+                   "the run. Remove that module from --preload.";
+    return false;
   }
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    spare_error_ = std::string("socketpair: ") + std::strerror(errno);
+    return false;
+  }
+  UniqueFd handoff(sv[0]), handoff_child(sv[1]);
   int status_pipe[2];
   if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
-    refuse(run.run_id, std::string("pipe: ") + std::strerror(errno));
-    return;
+    spare_error_ = std::string("pipe: ") + std::strerror(errno);
+    return false;
   }
   UniqueFd status_rd(status_pipe[0]), status_wr(status_pipe[1]);
   ::fcntl(status_rd.get(), F_SETFL, O_NONBLOCK);
-
-  sandbox::ChildSpec spec;
-  spec.isolate = options_.isolate;
-  spec.network = options_.network;
-  spec.outside_uid = ::getuid();
-  spec.outside_gid = ::getgid();
-  spec.mounts.tmpfs_bytes = options_.limits.tmpfs_bytes;
-  spec.limits = options_.limits;
-  spec.rlimit_fallbacks = options_.fallbacks;
-  spec.timeout_seconds = run.timeout_seconds;
-  spec.seccomp = seccomp_ ? &*seccomp_ : nullptr;
-  // fds of the run's processes: 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 status pipe,
-  // 5... the cgroup.procs fds to join.
-  std::vector<int> wanted = {-1, fds[z::RunMessage::kStdoutFd].get(),
-                             fds[z::RunMessage::kStderrFd].get(),
-                             fds[z::RunMessage::kScriptFd].get(), status_wr.get()};
-  for (std::size_t i = z::RunMessage::kFdCount; i < fds.size(); ++i) {
-    spec.cgroup_join_fds.push_back(static_cast<int>(wanted.size()));
-    wanted.push_back(fds[i].get());
-  }
 
   std::string work_dir;
   if (!options_.isolate) {
     char tmpl[] = "/tmp/mpes-run-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) {
-      refuse(run.run_id, std::string("cannot create a work dir in /tmp: ") + std::strerror(errno));
-      return;
+      spare_error_ = std::string("cannot create a work dir in /tmp: ") + std::strerror(errno);
+      return false;
     }
     work_dir = tmpl;
-    spec.mounts.work_dir = work_dir;
   }
+  sandbox::ChildSpec spec = base_spec_;
+  if (!work_dir.empty()) spec.mounts.work_dir = work_dir;
+  // Until a run is handed over: 0 /dev/null, 1 and 2 the zygote's log, 3 the hand-off socket,
+  // 4 the status pipe.
+  const int wanted[] = {-1, 2, 2, handoff_child.get(), status_wr.get()};
 
   std::fflush(nullptr);  // nothing buffered may be written twice (the boot stub flushed Python's)
   py_.PyOS_BeforeFork();
   int pidfd = -1;
-  pid_t pid;
-  if (options_.isolate) {
-    pid = sandbox::clone_into(sandbox::run_namespace_flags(options_.network), &pidfd);
-  } else {
-    pid = ::fork();
-  }
+  const pid_t pid = options_.isolate
+                        ? sandbox::clone_into(sandbox::run_namespace_flags(options_.network), &pidfd)
+                        : ::fork();
   if (pid == 0) {
     try {
       sandbox::arrange_fds(wanted);
     } catch (const std::exception& e) {
-      // fds are not in place: report on whatever stderr we still have.
       log(std::string("run setup: ") + e.what());
       ::_exit(kSetupFailedExit);
     }
     if (options_.isolate) run_init(spec);
-    try {
-      sandbox::prepare_run_namespace(spec);  // unsandboxed: cgroups only
-    } catch (const std::exception& e) {
-      setup_failed(e.what());
-    }
+    // Unsandboxed: the script's process is this one, in its own process group so that the
+    // zygote can kill what it leaves behind, and it dies with the zygote.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::chdir(work_dir.c_str()) != 0) setup_failed("chdir to the work dir failed");
-    ::setsid();  // its own process group, so the zygote can kill what it leaves behind
+    ::setsid();
     run_script(spec);
   }
   const int fork_errno = errno;
   py_.PyOS_AfterFork_Parent();
   if (pid < 0) {
     if (!work_dir.empty()) ::rmdir(work_dir.c_str());
-    refuse(run.run_id, std::string("cannot fork the run: ") + std::strerror(fork_errno) +
-                           (options_.isolate ? " (creating its namespaces failed; are user "
-                                               "namespaces available?)"
-                                             : ""));
+    spare_error_ = std::string("cannot fork the run: ") + std::strerror(fork_errno) +
+                   (options_.isolate ? " (creating its namespaces failed; are user namespaces "
+                                       "available?)"
+                                     : "");
+    return false;
+  }
+  Spare spare;
+  spare.pid = pid;
+  spare.pidfd.reset(pidfd >= 0 ? pidfd : static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  spare.handoff = std::move(handoff);
+  spare.status = std::move(status_rd);
+  spare.work_dir = work_dir;
+  spare_ = std::move(spare);
+  return true;
+}
+
+void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
+  if (fds.size() < z::RunMessage::kFdCount) {
+    refuse(run.run_id, "RUN without its script/stdout/stderr fds");
     return;
   }
-  UniqueFd pidfd_owner(pidfd);
-  if (!pidfd_owner) pidfd_owner.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  Child child;
-  child.run_id = run.run_id;
-  child.status = std::move(status_rd);
-  child.work_dir = work_dir;
-  children_.emplace(pid, std::move(child));
-
-  z::StartedMessage started{run.run_id, pid};
-  int sent;
-  if (pidfd_owner) {
-    const int attached[] = {pidfd_owner.get()};
-    sent = z::send_message(z::kControlFd, started, attached);
-  } else {
-    sent = z::send_message(z::kControlFd, started);
+  std::vector<int> raw;
+  for (const auto& fd : fds) raw.push_back(fd.get());
+  // A spare prepared ahead takes the run; if it died meanwhile, a fresh one does.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!spare_ && !create_spare()) {
+      refuse(run.run_id, spare_error_);
+      return;
+    }
+    Spare spare = std::move(*spare_);
+    spare_.reset();
+    if (z::send_message(spare.handoff.get(), run, raw) != 0) {
+      abandoned_.emplace(spare.pid, std::move(spare));  // reaped (and logged) when it exits
+      continue;
+    }
+    Child child;
+    child.run_id = run.run_id;
+    child.status = std::move(spare.status);
+    child.work_dir = spare.work_dir;
+    children_.emplace(spare.pid, std::move(child));
+    z::StartedMessage started{run.run_id, spare.pid};
+    int sent;
+    if (spare.pidfd) {
+      const int attached[] = {spare.pidfd.get()};
+      sent = z::send_message(z::kControlFd, started, attached);
+    } else {
+      sent = z::send_message(z::kControlFd, started);
+    }
+    if (sent != 0) log(std::string("cannot send STARTED: ") + std::strerror(sent));
+    // The next run's child prepares while this one runs.
+    if (spares_wanted_ > 0) create_spare();
+    return;
   }
-  if (sent != 0) log(std::string("cannot send STARTED: ") + std::strerror(sent));
+  refuse(run.run_id, "the run's child died before it could start (see the zygote's log)");
 }
 
 void Zygote::run_init(const sandbox::ChildSpec& spec) {
@@ -419,7 +462,6 @@ void Zygote::run_init(const sandbox::ChildSpec& spec) {
   } catch (const std::exception& e) {
     setup_failed(e.what());
   }
-  for (int fd : spec.cgroup_join_fds) ::close(fd);
   const pid_t script = ::fork();
   if (script < 0) setup_failed("fork of the script process failed");
   if (script == 0) run_script(spec);
@@ -441,16 +483,38 @@ void Zygote::run_init(const sandbox::ChildSpec& spec) {
   }
 }
 
-void Zygote::run_script(const sandbox::ChildSpec& spec) {
+void Zygote::run_script(sandbox::ChildSpec spec) {
   py_.PyOS_AfterFork_Child();  // first: reinitialises the interpreter's locks, reseeds random
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Everything that does not depend on the script happens before it arrives.
+  if (py_.run("_mpes_prepare()") != 0) setup_failed("the runner's preparation failed");
+
+  z::Received got = z::receive_message_blocking(kHandoffFd);
+  const auto* run = std::get_if<z::RunMessage>(&got.message);
+  if (got.status != z::Received::Status::message || run == nullptr ||
+      got.fds.size() < z::RunMessage::kFdCount) {
+    ::_exit(0);  // no run for this spare (the zygote is stopping)
+  }
+  // 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 status pipe, 5... cgroup.procs fds.
+  std::vector<int> wanted = {0, got.fds[z::RunMessage::kStdoutFd].get(),
+                             got.fds[z::RunMessage::kStderrFd].get(),
+                             got.fds[z::RunMessage::kScriptFd].get(), kStatusFd};
+  spec.cgroup_join_fds.clear();
+  for (std::size_t i = z::RunMessage::kFdCount; i < got.fds.size(); ++i) {
+    spec.cgroup_join_fds.push_back(static_cast<int>(wanted.size()));
+    wanted.push_back(got.fds[i].get());
+  }
+  spec.timeout_seconds = run->timeout_seconds;
   try {
+    sandbox::arrange_fds(wanted);
+    for (auto& fd : got.fds) (void)fd.release();  // closed by arrange_fds
     sandbox::lock_down(spec);
   } catch (const std::exception& e) {
     setup_failed(e.what());
   }
+  for (int fd : spec.cgroup_join_fds) ::close(fd);
   ::close(kStatusFd);
   py_.run("_mpes_run()");
   ::_exit(1);  // not reached: the runner exits the process itself
@@ -471,7 +535,10 @@ void Zygote::reap() {
     const pid_t pid = ::wait4(-1, &status, WNOHANG, &usage);
     if (pid <= 0) return;
     auto it = children_.find(pid);
-    if (it == children_.end()) continue;
+    if (it == children_.end()) {
+      reap_spare(pid, status);
+      continue;
+    }
     Child& child = it->second;
 
     z::ExitedMessage exited;
@@ -504,11 +571,44 @@ void Zygote::reap() {
   }
 }
 
+// A spare that died before taking a run: say why in the log (the next run forks a new one).
+void Zygote::reap_spare(pid_t pid, int status) {
+  Spare spare;
+  if (spare_ && spare_->pid == pid) {
+    spare = std::move(*spare_);
+    spare_.reset();
+  } else if (auto it = abandoned_.find(pid); it != abandoned_.end()) {
+    spare = std::move(it->second);
+    abandoned_.erase(it);
+  } else {
+    return;
+  }
+  std::string why = WIFEXITED(status)     ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                    : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                          : "ended";
+  StatusRecord record;
+  while (::read(spare.status.get(), &record, sizeof record) == static_cast<ssize_t>(sizeof record)) {
+    record.text[sizeof record.text - 1] = '\0';
+    if (record.kind == StatusRecord::setup_failed) why = record.text;
+  }
+  if (!stopping_) log("a prepared run child died before its run: " + why);
+  spare_error_ = "the run's sandbox could not be set up: " + why;
+  if (!options_.isolate) {
+    ::kill(-pid, SIGKILL);
+    if (!spare.work_dir.empty()) ::nftw(spare.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+}
+
 void Zygote::kill_all_children() {
   for (const auto& [pid, child] : children_) {
     ::kill(pid, SIGKILL);
     if (!options_.isolate) ::kill(-pid, SIGKILL);
   }
+  if (spare_) {
+    spare_->handoff.reset();  // its script process sees EOF and leaves
+    ::kill(spare_->pid, SIGKILL);
+  }
+  for (auto& [pid, spare] : abandoned_) ::kill(pid, SIGKILL);
 }
 
 }  // namespace

@@ -63,6 +63,8 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
+Received receive(int socket_fd, int flags);
+
 void header(Writer& w, Type type) {
   w.put(kMagic);
   w.put(static_cast<std::uint32_t>(type));
@@ -193,7 +195,13 @@ int send_message(int socket_fd, const Message& message, std::span<const int> fds
   }
 }
 
-Received receive_message(int socket_fd) {
+Received receive_message(int socket_fd) { return receive(socket_fd, MSG_DONTWAIT); }
+
+Received receive_message_blocking(int socket_fd) { return receive(socket_fd, 0); }
+
+namespace {
+
+Received receive(int socket_fd, int flags) {
   Received result;
   std::vector<std::uint8_t> buffer(kMaxMessageBytes + 1);
   iovec iov{buffer.data(), buffer.size()};
@@ -205,7 +213,7 @@ Received receive_message(int socket_fd) {
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do {
-    n = ::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    n = ::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC | flags);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -241,5 +249,7 @@ Received receive_message(int socket_fd) {
   result.status = Received::Status::message;
   return result;
 }
+
+}  // namespace
 
 }  // namespace engine::zygote

@@ -84,7 +84,9 @@ struct Received {
   std::vector<sandbox::UniqueFd> fds;  // received with MSG_CMSG_CLOEXEC
   std::string error;                   // for Status::error
 };
-// Receives one message (one datagram); never blocks on a non-blocking socket.
+// Receives one message (one datagram); never blocks.
 Received receive_message(int socket_fd);
+// The same, waiting for a message (EINTR is retried).
+Received receive_message_blocking(int socket_fd);
 
 }  // namespace engine::zygote

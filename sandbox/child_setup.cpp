@@ -24,7 +24,6 @@ namespace {
 }  // namespace
 
 void prepare_run_namespace(const ChildSpec& spec) {
-  if (!spec.cgroup_join_fds.empty()) join_cgroups(spec.cgroup_join_fds);
   if (!spec.isolate) return;
   write_id_maps(kRunUid, kRunGid, spec.outside_uid, spec.outside_gid);
   if (!spec.network) bring_up_loopback();
@@ -35,6 +34,8 @@ void prepare_run_namespace(const ChildSpec& spec) {
 }
 
 void lock_down(const ChildSpec& spec) {
+  // Before anything of the run exists: every process it starts is counted and limited.
+  if (!spec.cgroup_join_fds.empty()) join_cgroups(spec.cgroup_join_fds);
   if (!spec.isolate) return;
   apply_rlimits(spec.limits, spec.timeout_seconds, spec.rlimit_fallbacks);
   drop_identity();

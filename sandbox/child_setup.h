@@ -1,10 +1,12 @@
 // The one place that applies the per-run sandbox layers, in this order:
-//   cgroup join -> user namespace maps -> mounts          (prepare_run_namespace, in the run's init)
-//   rlimits -> identity (session, caps, no_new_privs) -> seccomp, last  (lock_down, in the
-//                                                          process that runs the script)
+//   user namespace maps -> loopback -> mounts       (prepare_run_namespace, in the run's init)
+//   cgroup join -> rlimits -> identity (session, caps, no_new_privs) -> seccomp, last
+//                                                   (lock_down, in the script's process, once
+//                                                    its run has arrived)
 // A run is two processes: an init (pid 1 of the run's pid namespace, which only reaps and reports)
 // and the script's process, so that the script is not a pid-namespace init (which would ignore its
-// own fatal signals, e.g. os.kill(os.getpid(), SIGKILL)).
+// own fatal signals, e.g. os.kill(os.getpid(), SIGKILL)). Both are forked ahead of the run (a
+// "spare"), so that namespaces, mounts and the fork itself leave the run's critical path.
 #pragma once
 
 #include <sys/types.h>
@@ -34,7 +36,7 @@ struct ChildSpec {
 
 // In the run's init, first thing after the clone into new namespaces. Throws SetupError.
 void prepare_run_namespace(const ChildSpec& spec);
-// In the script's process, right before user code. Throws SetupError.
+// In the script's process, right before user code (also unsandboxed: cgroups). Throws SetupError.
 void lock_down(const ChildSpec& spec);
 
 // Makes fd i of the process be wanted[i] (for i < wanted.size(); -1 = /dev/null) and closes
