@@ -10,12 +10,16 @@ apt_packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libtomlplusplus-dev catch2 libseccomp-dev libasio-dev
   bubblewrap libpython3-dev python3 python3-pip python3-venv python3-wheel python3-setuptools
   python3-numpy python3-pandas python3-matplotlib
-  nodejs npm procps hyperfine
+  procps hyperfine
 )
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# Node.js may come from elsewhere (e.g. NodeSource, whose nodejs ships npm and conflicts with
+# Debian's npm package): only ask Debian for it when the commands are missing.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ((${#missing[@]})); then
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
