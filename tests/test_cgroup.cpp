@@ -351,3 +351,28 @@ TEST_CASE("without cgroups a run cgroup is empty and harmless", "[cgroup]") {
   CHECK(cg.remove());
   sandbox::join_cgroups({});  // nothing to join: no error
 }
+
+TEST_CASE("a v2 hierarchy without memory+pids controllers is not used, and the note says why",
+          "[cgroup]") {
+  const auto where = sandbox::find_cgroup_hierarchies();
+  if (where.v2_dir.empty()) {
+    WARN("no cgroup v2 hierarchy here");
+    return;
+  }
+  const std::string controllers = read_text(where.v2_dir + "/cgroup.controllers");
+  const bool has_both = controllers.find("memory") != std::string::npos &&
+                        controllers.find("pids") != std::string::npos;
+  if (has_both) {
+    WARN("this host's v2 hierarchy offers memory+pids: the fallback is not reachable here");
+    return;
+  }
+  sandbox::CgroupHierarchies only_v2;
+  only_v2.v2_dir = where.v2_dir;
+  const std::string before = read_text("/proc/self/cgroup");
+  const auto setup = sandbox::prepare_cgroups(only_v2, tag());
+  CHECK(setup.version == sandbox::CgroupVersion::none);
+  CHECK_FALSE(setup.limits_memory());
+  CHECK_THAT(setup.note, Catch::Contains("no memory+pids controllers"));
+  CHECK(read_text("/proc/self/cgroup") == before);  // the server was not moved
+  CHECK_FALSE(dir_exists(where.v2_dir + "/" + tag() + "-server"));
+}
