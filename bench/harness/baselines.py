@@ -9,9 +9,11 @@ Each latency runs from just before the process is spawned to its output read and
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -142,12 +144,44 @@ def run_once(baseline: Baseline, workload: Workload, files: ScriptFiles) -> Call
     return CallResult(t1 - t0, workload.check(stdout, stderr, proc.returncode))
 
 
+def run_sequential(baseline: Baseline, workload: Workload, files: ScriptFiles, iterations: int,
+                   budget_s: float = math.inf, min_calls: int = 3) -> list[CallResult]:
+    """Up to `iterations` calls one after another, fewer once `budget_s` seconds have passed
+    (but at least `min_calls`)."""
+    out: list[CallResult] = []
+    t0 = time.monotonic()
+    while len(out) < iterations:
+        if time.monotonic() - t0 > budget_s and len(out) >= min_calls:
+            break
+        out.append(run_once(baseline, workload, files))
+    return out
+
+
 def run_concurrent(baseline: Baseline, workload: Workload, files: ScriptFiles,
-                   in_flight: int, total: int) -> tuple[list[CallResult], float]:
-    """`total` calls with `in_flight` processes alive at a time; the results and the seconds the
-    whole batch took."""
+                   in_flight: int, total: int,
+                   budget_s: float = math.inf) -> tuple[list[CallResult], float]:
+    """Up to `total` calls with `in_flight` processes alive at a time (no new ones after
+    `budget_s` seconds once 2 × in_flight have finished); the results and the seconds the whole
+    batch took."""
     files.path_for(workload)  # written once, before the clock starts
+    lock = threading.Lock()
+    results: list[CallResult] = []
+    started = 0
     t0 = time.perf_counter()
+
+    def worker() -> None:
+        nonlocal started
+        while True:
+            with lock:
+                over = time.perf_counter() - t0 > budget_s and len(results) >= 2 * in_flight
+                if started >= total or over:
+                    return
+                started += 1
+            r = run_once(baseline, workload, files)
+            with lock:
+                results.append(r)
+
     with ThreadPoolExecutor(max_workers=in_flight) as pool:
-        results = list(pool.map(lambda _: run_once(baseline, workload, files), range(total)))
+        for f in [pool.submit(worker) for _ in range(in_flight)]:
+            f.result()
     return results, time.perf_counter() - t0

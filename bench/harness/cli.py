@@ -20,7 +20,7 @@ from harness import baselines as bl
 from harness import machine, memory, report, server_runs
 from harness.client import HarnessError
 from harness.stats import summarize_ns
-from harness.workloads import HELLO, PANDAS, SEQUENTIAL, sleeper
+from harness.workloads import HELLO, PANDAS, PANDAS_UNDECLARED, SEQUENTIAL, sleeper
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONCURRENCY_LEVELS = (4, 16)
@@ -38,17 +38,19 @@ class Plan:
     cold_starts: int
     memory_runs: int
     sleep_seconds: float
+    budget_s: float  # per workload and system: measuring stops early past it (min 3 calls)
 
 
 def _plan(args: argparse.Namespace) -> Plan:
     cores = os.cpu_count() or 1
     if args.quick:
         plan = Plan(warmup=2, server_iterations=10, baseline_iterations=3, throughput_requests=32,
-                    baseline_throughput_requests=8, cold_starts=2, memory_runs=2, sleep_seconds=1.5)
+                    baseline_throughput_requests=8, cold_starts=2, memory_runs=2, sleep_seconds=1.5,
+                    budget_s=3.0)
     else:
         plan = Plan(warmup=20, server_iterations=300, baseline_iterations=40,
                     throughput_requests=1000, baseline_throughput_requests=64, cold_starts=10,
-                    memory_runs=max(2, min(8, 2 * cores)), sleep_seconds=3.0)
+                    memory_runs=max(2, min(8, 2 * cores)), sleep_seconds=3.0, budget_s=60.0)
     if args.warmup is not None:
         plan.warmup = args.warmup
     if args.iterations is not None:
@@ -57,6 +59,8 @@ def _plan(args: argparse.Namespace) -> Plan:
         plan.baseline_iterations = args.baseline_iterations
     if args.cold_starts is not None:
         plan.cold_starts = args.cold_starts
+    if args.budget is not None:
+        plan.budget_s = args.budget
     return plan
 
 
@@ -77,6 +81,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--baseline-iterations", type=int, help="measured calls per workload per baseline")
     p.add_argument("--warmup", type=int, help="unmeasured calls before each server workload")
     p.add_argument("--cold-starts", type=int, help="fresh server processes for the start-up numbers")
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="time per workload and system after which measuring stops early "
+                        "(at least 3 calls; default 60, --quick 3)")
     p.add_argument("--no-baselines", action="store_true", help="measure the server only")
     p.add_argument("--uv-path", default="uv", help="uv for the `uv run --script` baseline")
     p.add_argument("--self-test", action="store_true",
@@ -86,6 +93,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         v = getattr(args, name)
         if v is not None and v < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.budget is not None and args.budget <= 0:
+        p.error("--budget must be positive")
     if args.warmup is not None and args.warmup < 0:
         p.error("--warmup must be at least 0")
     return args
@@ -127,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         "started_at": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "machine": machine.describe(REPO_ROOT),
         "iterations": {"warmup": plan.warmup, "server": plan.server_iterations,
-                       "baseline": plan.baseline_iterations},
+                       "baseline": plan.baseline_iterations, "budget_s": plan.budget_s},
         "server": {"path": server_path, "extra_args": server_args},
         "baselines": [],
         "sequential": {w.key: {"title": w.title, "systems": {}} for w in SEQUENTIAL},
@@ -170,13 +179,21 @@ def run(args: argparse.Namespace) -> int:
         f"concurrent run: {_kib_text(mem['concurrent']['extra_pss_kb_per_run'])}")
 
     for w in SEQUENTIAL:
-        r = server_runs.run_sequential(session, w, plan.warmup, plan.server_iterations)
+        r = server_runs.run_sequential(session, w, plan.warmup, plan.server_iterations, plan.budget_s)
         results["sequential"][w.key]["systems"]["server"] = r
         say(f"bench: server {w.title}: {_lat(r['latency_ms'])}"
             + (f"; {r['errors']} errors, first: {r['first_error'][:300]}" if r["errors"] else ""))
+        if w is PANDAS and r["latency_ms"] is None:
+            fallback = PANDAS_UNDECLARED
+            rf = server_runs.run_sequential(session, fallback, plan.warmup, plan.server_iterations,
+                                            plan.budget_s)
+            results["sequential"][fallback.key] = {"title": fallback.title, "same_as": PANDAS.key,
+                                                   "systems": {"server": rf}}
+            say(f"bench: server {fallback.title}: {_lat(rf['latency_ms'])}"
+                + (f"; {rf['errors']} errors, first: {rf['first_error'][:300]}" if rf["errors"] else ""))
 
     for n in CONCURRENCY_LEVELS:
-        r = server_runs.run_concurrent(session, HELLO, n, max(plan.throughput_requests, n))
+        r = server_runs.run_concurrent(session, HELLO, n, max(plan.throughput_requests, n), plan.budget_s)
         results["throughput"][str(n)]["server"] = r
         rps = f"{r['runs_per_s']:.0f} runs/s" if r["runs_per_s"] else "no successful runs"
         say(f"bench: server hello, {n} in flight: {rps}"
@@ -230,17 +247,20 @@ def _run_baselines(args: argparse.Namespace, plan: Plan, results: dict) -> None:
                 if w is PANDAS:
                     n = max(2, n // 3)  # each call pays the cold imports
                 bl.run_once(b, w, files)  # one unmeasured call: page cache, script file
-                calls = [bl.run_once(b, w, files) for _ in range(n)]
+                calls = bl.run_sequential(b, w, files, n, plan.budget_s)
                 r = _baseline_summary(calls)
                 results["sequential"][w.key]["systems"][b.key] = r
+                if w is PANDAS and b.key != "uv" and PANDAS_UNDECLARED.key in results["sequential"]:
+                    # Identical work for a baseline: `dependencies` only matters to uv.
+                    results["sequential"][PANDAS_UNDECLARED.key]["systems"][b.key] = r
                 say(f"bench: {b.title} {w.title}: {_lat(r['latency_ms'])}"
                     + (f"; {r['errors']} errors, first: {r['first_error'][:300]}" if r["errors"] else ""))
             for level in CONCURRENCY_LEVELS:
                 total = max(plan.baseline_throughput_requests, level)
-                calls, seconds = bl.run_concurrent(b, HELLO, files, level, total)
+                calls, seconds = bl.run_concurrent(b, HELLO, files, level, total, plan.budget_s)
                 r = _baseline_summary(calls)
                 ok = r["latency_ms"]["n"] if r["latency_ms"] else 0
-                r.update({"in_flight": level, "requests": total, "completed": ok, "seconds": seconds,
+                r.update({"in_flight": level, "requests": len(calls), "completed": ok, "seconds": seconds,
                           "runs_per_s": ok / seconds if ok and seconds > 0 else None})
                 results["throughput"][str(level)][b.key] = r
                 rps = f"{r['runs_per_s']:.0f} runs/s" if r["runs_per_s"] else "no successful runs"

@@ -128,9 +128,12 @@ def to_markdown(results: dict) -> str:
     mode = "quick (smoke test: too few iterations to quote)" if results.get("quick") else "full"
     it = results.get("iterations", {})
     base = f", baselines {it.get('baseline')} calls" if results.get("baselines") else ", no baselines"
+    budget = f" or {it['budget_s']:g} s" if it.get("budget_s") else ""
     lines.append(f"- Run: {results.get('started_at')}, {mode}; server {it.get('server')} calls per "
-                 f"workload after {it.get('warmup')} warm-up calls{base}; latency = request written → "
-                 f"response parsed (server), spawn → output read and exit reaped (baselines).")
+                 f"workload after {it.get('warmup')} warm-up calls{base} (or fewer, at least 3, "
+                 f"once a workload has taken{budget or ' its time budget'}); latency = request "
+                 f"written → response parsed (server), spawn → output read and exit reaped "
+                 f"(baselines).")
     la0, la1 = m.get("load_average_start"), m.get("load_average_end")
     if la0:
         lines.append(f"- Load average (1/5/15 min) at start {la0}" + (f", at end {la1}" if la1 else "")

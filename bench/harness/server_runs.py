@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from harness.workloads import HELLO, Workload
 
 # A workload whose first calls all fail the same way is given up on instead of repeated.
 _GIVE_UP_AFTER = 3
+# Fewest measured calls before a time budget may end a workload.
+MIN_SAMPLES = 3
 
 
 @dataclass
@@ -84,36 +87,62 @@ def _run_facts(out: dict) -> dict:
     return {k: sc[k] for k in ("sandbox", "python_version", "execution_path") if k in sc}
 
 
-def run_sequential(session: Session, workload: Workload, warmup: int, iterations: int) -> dict:
-    """One request at a time; latency of each, after `warmup` calls that are not counted."""
+def run_sequential(session: Session, workload: Workload, warmup: int, iterations: int,
+                   budget_s: float = math.inf) -> dict:
+    """One request at a time; latency of each, after `warmup` calls that are not counted.
+    Past `budget_s` seconds of measuring (and at least MIN_SAMPLES samples) it stops early, so a
+    slow server or workload cannot stretch the run without bound."""
     samples: list[int] = []
     reported: list[int] = []  # the server's own duration_ms: the run without the protocol
     errors: list[str] = []
     facts: dict = {}
-    total = warmup + iterations
-    for i in range(total):
+
+    def one(measured: bool) -> bool:
+        """False when the workload is given up on."""
+        nonlocal facts
         resp, err, out = _call(session, workload)
         if err is not None:
             errors.append(err)
             if len(errors) >= _GIVE_UP_AFTER and not samples and len(set(errors)) == 1:
                 errors.append(f"gave up after {len(errors)} identical failures")
-                break
-            continue
+                return False
+            return True
         if not facts:
             facts = _run_facts(out)
-        if i >= warmup and resp is not None:
+        if measured and resp is not None:
             samples.append(resp.latency_ns)
             duration = (out.get("structured") or {}).get("duration_ms")
             if isinstance(duration, (int, float)):
                 reported.append(int(duration * 1e6))
+        return True
+
+    going = True
+    t0 = time.monotonic()
+    for i in range(warmup):
+        # The first call may build an environment; later warm-ups are cut when the budget is short.
+        if i > 0 and time.monotonic() - t0 > budget_s / 2:
+            break
+        going = one(False)
+        if not going:
+            break
+    cut_short = False
+    t0 = time.monotonic()
+    for _ in range(iterations if going else 0):
+        if time.monotonic() - t0 > budget_s and len(samples) >= MIN_SAMPLES:
+            cut_short = True
+            break
+        if not one(True):
+            break
     return {"latency_ms": summarize_ns(samples), "samples_ms": [s / 1e6 for s in samples],
-            "server_reported_ms": summarize_ns(reported),
+            "server_reported_ms": summarize_ns(reported), "cut_short_by_budget": cut_short,
             "errors": len([e for e in errors if not e.startswith("gave up")]),
             "first_error": errors[0] if errors else None, "run": facts}
 
 
-def run_concurrent(session: Session, workload: Workload, in_flight: int, total: int) -> dict:
-    """`total` requests on the one connection with `in_flight` outstanding at any time."""
+def run_concurrent(session: Session, workload: Workload, in_flight: int, total: int,
+                   budget_s: float = math.inf) -> dict:
+    """`total` requests on the one connection with `in_flight` outstanding at any time; no new
+    ones after `budget_s` seconds once 2 × in_flight have completed."""
     server = session.server
     samples: list[int] = []
     errors: list[str] = []
@@ -143,6 +172,9 @@ def run_concurrent(session: Session, workload: Workload, in_flight: int, total: 
                     samples.append(resp.latency_ns)
                 else:
                     errors.append(err)
+                over_budget = (time.perf_counter_ns() - t0) / 1e9 > budget_s and done >= 2 * in_flight
+                if over_budget and total > sent:
+                    total = sent  # stop here: wait only for what is in flight
                 if sent < total:
                     server.send_request("tools/call", {"name": "execute_python",
                                                        "arguments": execute_args(workload)})

@@ -66,6 +66,13 @@ PANDAS = Workload(
     expect_stdout=("499500",),
     timeout_seconds=120)
 
+# The same script without `dependencies`: measured on the server only when it refuses the declared
+# form (e.g. before environments exist), so the report still shows what pandas costs it. The
+# baselines ignore `dependencies` anyway, so their numbers for PANDAS apply unchanged.
+PANDAS_UNDECLARED = Workload(
+    key="pandas_undeclared", title="numpy + pandas, dependencies not declared",
+    script=PANDAS.script, expect_stdout=PANDAS.expect_stdout, timeout_seconds=PANDAS.timeout_seconds)
+
 # Wall-clock bound rather than an iteration count, so it is 50 ms of work on any machine.
 CPU_50MS = Workload(
     key="cpu50", title="50 ms CPU loop",
