@@ -297,3 +297,41 @@ describe('stdin EOF with a run in flight', () => {
     await assertNoSurvivors(marker);
   });
 });
+
+describe('one zygote binary for every interpreter found', () => {
+  test('a probe script runs on each CPython version this host has', async (t) => {
+    const conn = await connect([]);
+    try {
+      const env = await conn.client.callTool({ name: 'check_environment', arguments: {} });
+      const found = env.structuredContent?.interpreters ?? [];
+      assert.ok(found.length >= 1, 'at least one interpreter is found');
+      const covered = new Map();  // X.Y -> the interpreter that ran it
+      for (const it of found) {
+        const mm = it.version.split('.').slice(0, 2).join('.');
+        if (!it.shared) {
+          t.diagnostic(`skipped ${it.version} (${it.executable}): no shared libpython`);
+          continue;
+        }
+        if (covered.has(mm)) {
+          t.diagnostic(`skipped ${it.version} (${it.executable}): python_version ${mm} selects ${covered.get(mm)}`);
+          continue;
+        }
+        const { result, text, sc } = await run(conn.client, [
+          'import platform, subprocess, sys',
+          'child = subprocess.check_output([sys.executable, "-c", "print(6 * 7)"], text=True)',
+          'print(platform.python_version(), sys.executable, child.strip())',
+        ].join('\n'), { python_version: mm });
+        assert.equal(result.isError ?? false, false, text);
+        const [version, executable, child] = sc.stdout.trim().split(' ');
+        assert.equal(version.split('.').slice(0, 2).join('.'), mm, text);
+        assert.ok(executable.endsWith(`python${mm}`), `sys.executable is the interpreter: ${executable}`);
+        assert.equal(child, '42', 'sys.executable runs inside the sandbox');
+        assert.equal(sc.python_version, version);
+        covered.set(mm, `${version} (${executable})`);
+        t.diagnostic(`ran on Python ${version} (${executable})`);
+      }
+    } finally {
+      await conn.client.close();
+    }
+  });
+});

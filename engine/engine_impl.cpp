@@ -160,6 +160,7 @@ class Core : public std::enable_shared_from_this<Core> {
   void pump();
   std::shared_ptr<ZygoteProcess> zygote_for(const Interpreter& interpreter);
   void on_zygote_state(const std::string& key, ZygoteProcess::State state, const std::string& reason);
+  void evict_idle_zygotes();
   void dispatch(const std::shared_ptr<Run>& run, const std::shared_ptr<ZygoteProcess>& zygote);
   void read_pipe(const std::shared_ptr<Run>& run, bool is_stdout);
   void kill_run(const std::shared_ptr<Run>& run);
@@ -169,7 +170,9 @@ class Core : public std::enable_shared_from_this<Core> {
   void fail(const std::shared_ptr<Run>& run, const std::string& message);
   std::string sandbox_label() const;
   std::string native_problem_hint() const;
-  std::optional<Interpreter> resolve(const std::optional<std::string>& version, std::string& error) const;
+  // The interpreter for a run; nullopt with `wait` (not known yet) or with `error`.
+  std::optional<Interpreter> resolve(const std::optional<std::string>& version, std::string& error,
+                                     bool& wait) const;
 
   asio::io_context& io_;
   EngineConfig config_;
@@ -183,6 +186,8 @@ class Core : public std::enable_shared_from_this<Core> {
   std::vector<Interpreter> interpreters_;
   std::optional<Interpreter> default_interpreter_;
   std::string discovery_error_;
+  std::optional<Interpreter> quick_default_;  // Debian's python3, probed before the discovery
+  bool cgroups_ready_ = false;
   sandbox::CgroupSetup cgroups_;
   std::optional<sandbox::ProbeResult> probe_;
   bool probe_running_ = false;
@@ -232,11 +237,32 @@ void Core::ensure_setup() {
   std::weak_ptr<Core> weak = weak_from_this();
   const std::string tag = "mpes-" + std::to_string(::getpid());
   const bool want_cgroups = config_.policy.backend != sandbox::Backend::none;
-  DiscoveryOptions options;
-  options.uv_path = config_.uv_path;
-  asio::post(pool_, [this, weak, tag, want_cgroups, options] {
+  const bool quick = !config_.python_version || config_.python_version->empty();
+  // First, fast: cgroups and, when the default interpreter will do, Debian's python3 alone, so
+  // the default zygote starts warming before the full discovery (which probes every
+  // interpreter on the host) is done.
+  asio::post(pool_, [this, weak, tag, want_cgroups, quick] {
     sandbox::CgroupSetup cgroups;
     if (want_cgroups) cgroups = sandbox::prepare_cgroups(tag);
+    std::optional<Interpreter> system;
+    if (quick && ::access("/usr/bin/python3", X_OK) == 0) {
+      std::string error;
+      system = probe_interpreter("/usr/bin/python3", &error);
+      if (system && (!system->shared() || system->prefix != system->base_prefix)) system.reset();
+    }
+    asio::post(io_, [weak, cgroups, system] {
+      auto self = weak.lock();
+      if (!self) return;
+      self->cgroups_ = cgroups;
+      self->cgroups_ready_ = true;
+      self->quick_default_ = system;
+      if (self->warm_ && system && !self->shutting_down_) self->zygote_for(*system);
+      self->pump();
+    });
+  });
+  DiscoveryOptions options;
+  options.uv_path = config_.uv_path;
+  asio::post(pool_, [this, weak, options] {
     std::vector<Interpreter> found;
     std::string error;
     try {
@@ -244,10 +270,9 @@ void Core::ensure_setup() {
     } catch (const std::exception& e) {
       error = e.what();
     }
-    asio::post(io_, [weak, cgroups, found = std::move(found), error] {
+    asio::post(io_, [weak, found = std::move(found), error] {
       auto self = weak.lock();
       if (!self) return;
-      self->cgroups_ = cgroups;
       self->interpreters_ = found;
       self->default_interpreter_ = default_interpreter(found);
       self->discovery_error_ = error;
@@ -266,17 +291,25 @@ void Core::after_setup() {
                  default_interpreter_->executable);
   }
   if (warm_) {
-    // The server's default zygote (or the --python-version one) starts warming now.
+    // The server's default zygote (or the --python-version one) warms now (if not already).
     std::string error;
-    if (auto in = resolve(std::nullopt, error)) zygote_for(*in);
+    bool wait = false;
+    if (auto in = resolve(std::nullopt, error, wait)) zygote_for(*in);
   }
   pump();
 }
 
 std::optional<Interpreter> Core::resolve(const std::optional<std::string>& version,
-                                         std::string& error) const {
+                                         std::string& error, bool& wait) const {
   const std::optional<std::string>& wanted = version ? version : config_.python_version;
   std::optional<Interpreter> in;
+  wait = false;
+  if (setup_ != Setup::done) {
+    // Only the default can be known before the full discovery.
+    if ((!wanted || wanted->empty()) && quick_default_) return quick_default_;
+    wait = true;
+    return std::nullopt;
+  }
   if (wanted && !wanted->empty()) {
     in = select_interpreter(interpreters_, *wanted);
     if (!in) {
@@ -309,6 +342,7 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter) 
       it->second->state() != ZygoteProcess::State::stopped) {
     return it->second;
   }
+  evict_idle_zygotes();
   ZygoteLaunch launch;
   launch.interpreter = interpreter;
   launch.policy = config_.policy;
@@ -324,6 +358,28 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter) 
     if (auto self = weak.lock()) self->on_zygote_state(key, state, reason);
   });
   return zygote;
+}
+
+// --max-zygotes bounds the warm zygotes: before starting another, the least recently used idle
+// one (never the default's) is stopped.
+void Core::evict_idle_zygotes() {
+  const std::size_t bound = std::max(1u, config_.max_zygotes);
+  while (zygotes_.size() >= bound) {
+    auto victim = zygotes_.end();
+    for (auto it = zygotes_.begin(); it != zygotes_.end(); ++it) {
+      const bool is_default = (default_interpreter_ && default_interpreter_->executable == it->first) ||
+                              (quick_default_ && quick_default_->executable == it->first);
+      if (is_default || it->second->runs_in_flight() > 0 ||
+          it->second->state() == ZygoteProcess::State::starting) {
+        continue;
+      }
+      if (victim == zygotes_.end() || it->second->last_used() < victim->second->last_used()) victim = it;
+    }
+    if (victim == zygotes_.end()) return;  // all busy: run over the bound rather than wait
+    spdlog::info("stopping the idle zygote for {} (--max-zygotes {})", victim->first, bound);
+    victim->second->stop();
+    zygotes_.erase(victim);
+  }
 }
 
 void Core::on_zygote_state(const std::string& key, ZygoteProcess::State state, const std::string& reason) {
@@ -347,12 +403,17 @@ void Core::on_zygote_state(const std::string& key, ZygoteProcess::State state, c
 }
 
 void Core::pump() {
-  if (shutting_down_ || setup_ != Setup::done) return;
+  if (shutting_down_ || !cgroups_ready_) return;
   for (auto it = pending_.begin(); it != pending_.end() && active_.size() < max_concurrent_;) {
     auto run = *it;
     if (!run->interpreter) {
       std::string error;
-      run->interpreter = resolve(run->request.python_version, error);
+      bool wait = false;
+      run->interpreter = resolve(run->request.python_version, error, wait);
+      if (wait) {
+        ++it;
+        continue;
+      }
       if (!run->interpreter) {
         it = pending_.erase(it);
         fail(run, error);
@@ -371,7 +432,10 @@ void Core::pump() {
         continue;
       }
     }
-    auto zygote = zygote_for(*run->interpreter);
+    // A zygote that failed fails the runs waiting for it (on_zygote_state then forgets it, so
+    // a later run tries again) rather than being restarted in a loop here.
+    auto existing = zygotes_.find(run->interpreter->executable);
+    auto zygote = existing != zygotes_.end() ? existing->second : zygote_for(*run->interpreter);
     switch (zygote->state()) {
       case ZygoteProcess::State::ready:
         it = pending_.erase(it);

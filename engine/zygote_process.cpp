@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -104,17 +107,16 @@ std::vector<std::string> zygote_environment() {
           "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "NUMEXPR_NUM_THREADS=1"};
 }
 
-// The bwrap argv given the fd numbers the spawned process will have for each bind/data file.
+// The bwrap argv; the generated passwd and group are read from fds `data_fd` and `data_fd + 1`.
 std::vector<std::string> bwrap_argv(const ZygoteLaunch& launch, const std::vector<std::string>& binds,
-                                    int first_fd) {
+                                    int data_fd) {
   sandbox::ZygoteSandbox box;
   box.bwrap_path = launch.bwrap_path;
   box.network = launch.policy.network;
-  int fd = first_fd;
-  box.fd_binds.push_back({fd++, kZygoteInside});
-  for (const auto& path : binds) box.fd_binds.push_back({fd++, path});
-  box.data_files.push_back({fd++, "/etc/passwd"});
-  box.data_files.push_back({fd++, "/etc/group"});
+  box.binds.push_back({launch.zygote_path, kZygoteInside});
+  for (const auto& path : binds) box.binds.push_back({path, path});
+  box.data_files.push_back({data_fd, "/etc/passwd"});
+  box.data_files.push_back({data_fd + 1, "/etc/group"});
   box.etc_allowlist = sandbox::default_etc_allowlist(launch.interpreter.major_minor);
   box.work_dir = sandbox::kRunWorkDir;
   box.command = {kZygoteInside};
@@ -137,6 +139,8 @@ UniqueFd data_memfd(const std::string& name, const std::string& data) {
 // async-signal-safe calls are allowed, so no allocation happens there.
 struct ExecPlan {
   std::vector<std::string> argv_storage, env_storage;
+  sandbox::HostStaging staging;
+  std::vector<std::string> staged_paths;  // bound back under the hide points
   std::vector<char*> argv, env;
   std::vector<int> fds;  // fds[i] becomes fd 3 + i
   int stdin_fd = -1, stderr_fd = -1;
@@ -155,6 +159,44 @@ struct ExecPlan {
     n = ::write(plan.stderr_fd, "\n", 1);
     ::_exit(127);
   };
+  if (!plan.staging.empty()) {
+    // See sandbox::HostStaging: a private mount namespace where private directories hold only
+    // what the sandbox needs, reachable by the unprivileged uid.
+    if (::unshare(CLONE_NEWNS) != 0) die("unshare(CLONE_NEWNS) for staging");
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) die("mount --make-rprivate /");
+    // Held by fd before the tmpfs hides them (a bind source must be in this mount namespace,
+    // so these are opened here, not in the server).
+    int held[64];
+    const std::size_t n_held = std::min<std::size_t>(plan.staged_paths.size(), 64);
+    for (std::size_t i = 0; i < n_held; ++i) {
+      held[i] = ::open(plan.staged_paths[i].c_str(), O_PATH | O_CLOEXEC);
+      if (held[i] < 0) die("open a staged path");
+    }
+    for (const auto& point : plan.staging.hide_points) {
+      if (::mount("tmpfs", point.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) die("mount tmpfs");
+    }
+    for (const auto& dir : plan.staging.dirs) {
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) die("mkdir");
+    }
+    for (const auto& file : plan.staging.files) {
+      const int fd = ::open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd < 0) die("create mount point");
+      ::close(fd);
+    }
+    for (std::size_t i = 0; i < n_held; ++i) {
+      char source[32] = "/proc/self/fd/";
+      char digits[12];
+      int len = 0;
+      for (int v = held[i]; len == 0 || v > 0; v /= 10) digits[len++] = static_cast<char>('0' + v % 10);
+      std::size_t at = std::strlen(source);
+      while (len > 0) source[at++] = digits[--len];
+      source[at] = '\0';
+      if (::mount(source, plan.staged_paths[i].c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+        die("bind a staged path");
+      }
+      ::close(held[i]);
+    }
+  }
   if (plan.drop) {
     if (::setgroups(0, nullptr) != 0) die("setgroups");
     if (::setresgid(plan.gid, plan.gid, plan.gid) != 0) die("setresgid");
@@ -194,7 +236,7 @@ const char* to_string(ZygoteProcess::State state) {
 ZygoteCommand describe_zygote_command(const ZygoteLaunch& launch) {
   ZygoteCommand cmd;
   if (launch.policy.backend == sandbox::Backend::native) {
-    cmd.argv = bwrap_argv(launch, host_paths_to_bind(launch), 4);
+    cmd.argv = bwrap_argv(launch, host_paths_to_bind(launch), 4);  // fd 3 is the control socket
   } else {
     cmd.argv = {launch.zygote_path};
     const auto args = zygote_arguments(launch);
@@ -272,14 +314,6 @@ void ZygoteProcess::spawn() {
   plan.fds.push_back(zygote_end.get());
   if (native) {
     const auto binds = host_paths_to_bind(launch_);
-    auto open_path = [&](const std::string& path) {
-      UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
-      if (!fd) throw std::runtime_error(errno_text("cannot open " + path + " for the sandbox", errno));
-      plan.fds.push_back(fd.get());
-      keep.push_back(std::move(fd));
-    };
-    open_path(launch_.zygote_path);
-    for (const auto& path : binds) open_path(path);
     for (const auto& [name, data] : {std::pair<std::string, std::string>{"passwd", sandbox::minimal_passwd()},
                                      {"group", sandbox::minimal_group()}}) {
       UniqueFd fd = data_memfd(name, data);
@@ -290,6 +324,27 @@ void ZygoteProcess::spawn() {
     plan.drop = ::geteuid() == 0;
     plan.uid = launch_.unprivileged_uid;
     plan.gid = launch_.unprivileged_gid;
+    if (plan.drop) {
+      // Paths the unprivileged uid cannot reach are staged (see sandbox::HostStaging), from fds
+      // opened here as root.
+      std::vector<std::string> paths = {launch_.zygote_path};
+      paths.insert(paths.end(), binds.begin(), binds.end());
+      std::vector<bool> dirs;
+      for (const auto& path : paths) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) {
+          throw std::runtime_error(errno_text("cannot use " + path + " in the sandbox", errno));
+        }
+        dirs.push_back(S_ISDIR(st.st_mode));
+      }
+      plan.staging = sandbox::plan_host_staging(
+          paths, [&dirs](std::size_t i) { return dirs[i]; },
+          [](const std::string& dir) {
+            struct stat st {};
+            return ::stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) != 0;
+          });
+      for (std::size_t i : plan.staging.bound) plan.staged_paths.push_back(paths[i]);
+    }
   } else {
     plan.argv_storage = {launch_.zygote_path};
     const auto args = zygote_arguments(launch_);
@@ -467,6 +522,7 @@ void ZygoteProcess::lose(const std::string& reason) {
 bool ZygoteProcess::run(std::uint64_t run_id, std::uint32_t timeout_seconds, std::vector<int> fds,
                         RunCallbacks callbacks) {
   if (state_ != State::ready) return false;
+  last_used_ = std::chrono::steady_clock::now();
   runs_[run_id] = std::move(callbacks);
   outbox_.push_back({zygote::RunMessage{run_id, timeout_seconds, zygote::kRunFlagNone}, {}});
   // Own duplicates: the caller keeps (and closes) its fds right after this call.

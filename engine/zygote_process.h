@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,9 +38,8 @@ struct ZygoteLaunch {
   gid_t unprivileged_gid = 65534;
 };
 
-// The argv and environment a zygote is started with (exposed for tests and diagnostics). `fds`
-// are the fd numbers the spawned process will have: [0] control socket (always 3), then the
-// bind and data fds in the order the bwrap argv names them.
+// The argv and environment a zygote is started with (exposed for tests and diagnostics). The
+// spawned process has the control socket on fd 3 and the generated passwd/group on fds 4 and 5.
 struct ZygoteCommand {
   std::vector<std::string> argv;
   std::vector<std::string> env;
@@ -77,6 +77,7 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   const std::string& python_version() const { return python_version_; }
   std::uint64_t rss_bytes() const { return rss_bytes_; }
   std::size_t runs_in_flight() const { return runs_.size(); }
+  std::chrono::steady_clock::time_point last_used() const { return last_used_; }
   const std::string& warnings() const { return warnings_; }
   const std::string& failure() const { return failure_; }
 
@@ -114,6 +115,7 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   };
   std::vector<Outgoing> outbox_;
   bool writing_ = false;
+  std::chrono::steady_clock::time_point last_used_ = std::chrono::steady_clock::now();
 };
 
 // What the zygote would be started with (no fds opened: fd numbers are placeholders).

@@ -44,7 +44,8 @@ sandbox::ZygoteSandbox example(bool network) {
   sandbox::ZygoteSandbox box;
   box.bwrap_path = "/usr/bin/bwrap";
   box.network = network;
-  box.fd_binds = {{4, "/run/mpes/zygote"}, {5, "/root/.pyenv/versions/3.12.1"}};
+  box.binds = {{"/opt/mpes/zygote", "/run/mpes/zygote"},
+               {"/root/.pyenv/versions/3.12.1", "/root/.pyenv/versions/3.12.1"}};
   box.data_files = {{6, "/etc/passwd"}, {7, "/etc/group"}};
   box.etc_allowlist = sandbox::default_etc_allowlist("3.12");
   box.work_dir = "/home/sandbox";
@@ -83,16 +84,18 @@ TEST_CASE("the command comes last, after --, untouched", "[bwrap]") {
   CHECK(Argv(argv.begin() + dash + 1, argv.end()) == box.command);
 }
 
-TEST_CASE("fd binds and generated files are passed by fd number", "[bwrap]") {
+TEST_CASE("binds are read-only; generated files are passed by fd number", "[bwrap]") {
   const Argv argv = sandbox::build_bwrap_argv(example(true));
-  CHECK(find_seq(argv, {"--ro-bind-fd", "4", "/run/mpes/zygote"}) >= 0);
-  CHECK(find_seq(argv, {"--ro-bind-fd", "5", "/root/.pyenv/versions/3.12.1"}) >= 0);
+  CHECK(find_seq(argv, {"--ro-bind", "/opt/mpes/zygote", "/run/mpes/zygote"}) >= 0);
+  CHECK(find_seq(argv, {"--ro-bind", "/root/.pyenv/versions/3.12.1", "/root/.pyenv/versions/3.12.1"}) >= 0);
   CHECK(find_seq(argv, {"--ro-bind-data", "6", "/etc/passwd"}) >= 0);
   CHECK(find_seq(argv, {"--ro-bind-data", "7", "/etc/group"}) >= 0);
 }
 
 TEST_CASE("only allowlisted host paths are bound, never secrets or home directories", "[bwrap]") {
-  const Argv argv = sandbox::build_bwrap_argv(example(true));
+  auto box = example(true);
+  box.binds.clear();  // (the interpreter and zygote binds are the caller's choice)
+  const Argv argv = sandbox::build_bwrap_argv(box);
   for (const auto& src : bound_sources(argv)) {
     INFO(src);
     const bool allowed = src == "/usr" || src.rfind("/etc/", 0) == 0 || src == "/bin" ||
@@ -146,12 +149,13 @@ TEST_CASE("the sandbox's passwd knows the run's unprivileged user and no root", 
   CHECK(sandbox::kRunUid != 0);
 }
 
-TEST_CASE("zygote command: interpreter paths outside /usr are bound by fd, /usr ones not at all",
+TEST_CASE("zygote command: interpreter paths outside /usr are bound, /usr ones not at all",
           "[bwrap][zygote]") {
   engine::ZygoteLaunch launch;
   launch.zygote_path = "/opt/mpes/mcp-python-exec-sandbox-zygote";
   launch.bwrap_path = "/usr/bin/bwrap";
   launch.preload = {"numpy", "pandas"};
+  const std::string zygote = launch.zygote_path;
 
   SECTION("a pyenv interpreter under /root") {
     launch.interpreter.version = "3.12.1";
@@ -161,10 +165,11 @@ TEST_CASE("zygote command: interpreter paths outside /usr are bound by fd, /usr 
     launch.interpreter.executable = "/root/.pyenv/versions/3.12.1/bin/python3.12";
     launch.interpreter.libpython = "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0";
     const auto cmd = engine::describe_zygote_command(launch);
-    // fd 3 is the control socket; 4 the zygote binary; 5 the prefix (covering bin and lib).
-    CHECK(find_seq(cmd.argv, {"--ro-bind-fd", "4", "/run/mpes/zygote"}) >= 0);
-    CHECK(find_seq(cmd.argv, {"--ro-bind-fd", "5", "/root/.pyenv/versions/3.12.1"}) >= 0);
-    CHECK(find_seq(cmd.argv, {"--ro-bind-fd", "6"}) < 0);
+    CHECK(find_seq(cmd.argv, {"--ro-bind", zygote, "/run/mpes/zygote"}) >= 0);
+    // The prefix covers bin/ and lib/: one bind.
+    CHECK(find_seq(cmd.argv, {"--ro-bind", launch.interpreter.prefix, launch.interpreter.prefix}) >= 0);
+    CHECK(find_seq(cmd.argv, {"--ro-bind", "/root/.pyenv/versions/3.12.1/lib"}) < 0);
+    CHECK(find_seq(cmd.argv, {"--ro-bind-data", "4", "/etc/passwd"}) >= 0);
     CHECK(find_seq(cmd.argv, {"--libpython", launch.interpreter.libpython}) >= 0);
     CHECK(find_seq(cmd.argv, {"--home", "/root/.pyenv/versions/3.12.1"}) >= 0);
     CHECK(find_seq(cmd.argv, {"--preload", "numpy,pandas"}) >= 0);
@@ -181,8 +186,16 @@ TEST_CASE("zygote command: interpreter paths outside /usr are bound by fd, /usr 
     launch.interpreter.executable = "/usr/bin/python3.11";
     launch.interpreter.libpython = "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0";
     const auto cmd = engine::describe_zygote_command(launch);
-    CHECK(find_seq(cmd.argv, {"--ro-bind-fd", "4", "/run/mpes/zygote"}) >= 0);
-    CHECK(find_seq(cmd.argv, {"--ro-bind-fd", "5"}) < 0);
+    long binds = 0;
+    for (const auto& a : cmd.argv) binds += a == "--ro-bind";
+    // /usr itself and the zygote binary (plus /lib* etc. where they are directories here).
+    CHECK(find_seq(cmd.argv, {"--ro-bind", zygote, "/run/mpes/zygote"}) >= 0);
+    for (std::size_t i = 0; i + 1 < cmd.argv.size(); ++i) {
+      if (cmd.argv[i] != "--ro-bind") continue;
+      const auto& src = cmd.argv[i + 1];
+      CHECK((src == "/usr" || src == zygote || src.rfind("/lib", 0) == 0 || src == "/bin" || src == "/sbin"));
+    }
+    CHECK(binds >= 2);
     CHECK(find_seq(cmd.argv, {"--run-path", "/usr/local/bin:/usr/bin:/bin"}) >= 0);
   }
   SECTION("a venv: its base is PYTHONHOME, both trees are visible") {
@@ -194,7 +207,8 @@ TEST_CASE("zygote command: interpreter paths outside /usr are bound by fd, /usr 
     launch.interpreter.libpython = "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0";
     const auto cmd = engine::describe_zygote_command(launch);
     CHECK(find_seq(cmd.argv, {"--home", "/usr"}) >= 0);
-    CHECK(find_seq(cmd.argv, {"--ro-bind-fd", "5", "/srv/venv"}) >= 0);
+    CHECK(find_seq(cmd.argv, {"--prefix", "/srv/venv"}) >= 0);
+    CHECK(find_seq(cmd.argv, {"--ro-bind", "/srv/venv", "/srv/venv"}) >= 0);
   }
   SECTION("the none backend starts the zygote directly") {
     launch.policy.backend = sandbox::Backend::none;
@@ -204,5 +218,34 @@ TEST_CASE("zygote command: interpreter paths outside /usr are bound by fd, /usr 
     CHECK(cmd.argv.front() == launch.zygote_path);
     CHECK(find_seq(cmd.argv, {"--backend", "none"}) >= 0);
     CHECK_FALSE(has(cmd.argv, "--unshare-all"));
+  }
+}
+
+TEST_CASE("staging: paths under private directories are bound back under a tmpfs", "[bwrap]") {
+  // /root is private (0700); everything else is traversable.
+  auto traversable = [](const std::string& dir) { return dir != "/root"; };
+  const std::vector<std::string> paths = {"/work/build/zygote", "/root/.pyenv/versions/3.12.1",
+                                          "/root/.pyenv/versions/3.12.1/lib", "/root/bin/zygote"};
+  const std::vector<bool> dirs = {false, true, true, false};
+  const auto plan = sandbox::plan_host_staging(paths, [&](std::size_t i) { return dirs[i]; }, traversable);
+  CHECK(plan.hide_points == std::vector<std::string>{"/root"});
+  // Parents first, each once; the directory paths themselves are mount points.
+  CHECK(plan.dirs == std::vector<std::string>{"/root/.pyenv", "/root/.pyenv/versions",
+                                             "/root/.pyenv/versions/3.12.1",
+                                             "/root/.pyenv/versions/3.12.1/lib", "/root/bin"});
+  CHECK(plan.files == std::vector<std::string>{"/root/bin/zygote"});
+  CHECK(plan.bound == std::vector<std::size_t>{1, 2, 3});
+
+  SECTION("nothing to stage when every path is reachable") {
+    const auto none = sandbox::plan_host_staging({"/usr", "/work/x"}, [](std::size_t) { return true; },
+                                                 [](const std::string&) { return true; });
+    CHECK(none.empty());
+    CHECK(none.bound.empty());
+  }
+  SECTION("a private directory inside another one is covered by the outer tmpfs") {
+    auto nested = [](const std::string& dir) { return dir != "/home" && dir != "/home/u/private"; };
+    const auto p = sandbox::plan_host_staging({"/home/u/private/py"}, [](std::size_t) { return true; }, nested);
+    CHECK(p.hide_points == std::vector<std::string>{"/home"});
+    CHECK(p.dirs == std::vector<std::string>{"/home/u", "/home/u/private", "/home/u/private/py"});
   }
 }
