@@ -335,3 +335,24 @@ describe('one zygote binary for every interpreter found', () => {
     }
   });
 });
+
+describe('--preload', () => {
+  test('preloaded modules are already imported in runs; a broken one is skipped', async () => {
+    const conn = await connect(['--preload', 'numpy', '--preload', 'no_such_module_mpes']);
+    try {
+      const { result, text, sc } = await run(conn.client,
+        "import sys\nprint('numpy' in sys.modules, 'no_such_module_mpes' in sys.modules)");
+      assert.equal(result.isError ?? false, false, text);
+      assert.equal(sc.stdout, 'True False\n');
+      // numpy's global generator is reseeded per run, like `random`.
+      const script = 'import numpy as np\nprint(np.random.random())';
+      const a = await run(conn.client, script);
+      const b = await run(conn.client, script);
+      assert.equal(a.sc.exit_code, 0, a.text);
+      assert.notEqual(a.sc.stdout, b.sc.stdout);
+      assert.match(conn.stderr(), /no_such_module_mpes/);
+    } finally {
+      await conn.client.close();
+    }
+  });
+});

@@ -507,8 +507,7 @@ void ZygoteProcess::watch_exit() {
 void ZygoteProcess::lose(const std::string& reason) {
   if (state_ != State::ready) return;
   state_ = State::failed;
-  failure_ = reason;
-  spdlog::error("zygote[{}]: {}", launch_.interpreter.major_minor, reason);
+  failure_ = reason;  // (logged by whoever handles on_state)
   control_.close();
   if (!reaped_ && pid_ > 0) ::kill(pid_, SIGKILL);
   auto runs = std::move(runs_);

@@ -3,9 +3,13 @@
 // without depending on user namespaces. Sandboxed runs are covered by e2e_tests/.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -196,4 +200,55 @@ TEST_CASE("engine: an unavailable Python version is a service error naming the a
   REQUIRE(out->service_error);
   CHECK(out->service_error->find("Python 2.1 is not available") != std::string::npos);
   CHECK(out->service_error->find("available: 3.") != std::string::npos);
+}
+
+namespace {
+
+// The zygotes this process started (the none backend runs them as direct children).
+std::vector<pid_t> own_zygotes() {
+  std::vector<pid_t> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != ::getpid()) continue;
+    const auto exe = std::filesystem::read_symlink(entry.path() / "exe", ec);
+    if (!ec && exe.filename() == "mcp-python-exec-sandbox-zygote") found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("engine: a zygote that dies fails its runs as service errors and is replaced", "[engine]") {
+  Harness h;
+  h.run("pass");
+  const auto zygotes = own_zygotes();
+  REQUIRE(zygotes.size() == 1);
+  std::optional<engine::RunResult> out;
+  h.start("import time\nprint('running', flush=True)\ntime.sleep(60)", out, 60);
+  h.io.run_for(1s);
+  h.io.restart();
+  REQUIRE_FALSE(out);
+  REQUIRE(::kill(zygotes.front(), SIGKILL) == 0);
+  h.run_until([&] { return out.has_value(); }, 10s);
+  REQUIRE(out->service_error);
+  CHECK(out->service_error->find("zygote lost") != std::string::npos);
+  CHECK(out->end_reason == engine::EndReason::sandbox_error);
+  // The next run gets a new zygote.
+  const auto r = h.run("print('again')");
+  CHECK_FALSE(r.service_error);
+  CHECK(r.stdout_stream.text == "again\n");
+  const auto now = own_zygotes();
+  REQUIRE(now.size() == 1);
+  CHECK(now.front() != zygotes.front());
 }
