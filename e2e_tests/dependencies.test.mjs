@@ -1,0 +1,289 @@
+// PEP 723 dependencies end to end, offline: small wheels written into a temporary directory and
+// the server run with `--find-links DIR --offline --cache-dir DIR`. Covers the inline block, a
+// dependency chain, the parameter merge (last spec wins), reuse without an installer run,
+// progress, one install for concurrent first use, decisive failure lines, interpreter-provided
+// numpy, a killed install, LRU eviction and pre-import of declared packages.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { connect, textOf } from './lib/client.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const PYTHON = '/usr/bin/python3';
+
+// Writes wheels (and sdists with an in-tree build backend) from a JSON list of specs.
+const WRITER = String.raw`
+import base64, hashlib, io, json, os, sys, tarfile, zipfile
+out_dir = sys.argv[1]
+for s in json.loads(sys.argv[2]):
+    if s.get("sdist_backend"):
+        base = "%s-%s" % (s["name"], s["version"])
+        files = {"pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "mpes_backend"\nbackend-path = ["."]\n',
+                 "PKG-INFO": "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (s["name"], s["version"]),
+                 "mpes_backend.py": s["sdist_backend"]}
+        with tarfile.open(os.path.join(out_dir, base + ".tar.gz"), "w:gz") as t:
+            for name, text in files.items():
+                data = text.encode()
+                info = tarfile.TarInfo(base + "/" + name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        continue
+    dist = "%s-%s.dist-info" % (s["name"], s["version"])
+    meta = "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (s["name"], s["version"])
+    if s.get("requires_python"):
+        meta += "Requires-Python: %s\n" % s["requires_python"]
+    meta += "".join("Requires-Dist: %s\n" % r for r in s.get("requires", []))
+    entries = {p: t.encode() for p, t in s.get("files", {}).items()}
+    for p, n in s.get("random_files", {}).items():
+        entries[p] = os.urandom(n)
+    entries[dist + "/METADATA"] = meta.encode()
+    entries[dist + "/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: mpes-e2e\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    record = []
+    for p, data in entries.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append("%s,sha256=%s,%d" % (p, digest, len(data)))
+    record.append(dist + "/RECORD,,")
+    entries[dist + "/RECORD"] = ("\n".join(record) + "\n").encode()
+    with zipfile.ZipFile(os.path.join(out_dir, "%s-%s-py3-none-any.whl" % (s["name"], s["version"])), "w") as z:
+        for p, data in entries.items():
+            z.writestr(p, data)
+`;
+
+const PACKAGES = [
+  { name: 'mpes_leaf', version: '1.0', files: { 'mpes_leaf/__init__.py': "VERSION = '1.0'\n" } },
+  { name: 'mpes_leaf', version: '2.0', files: { 'mpes_leaf/__init__.py': "VERSION = '2.0'\n" } },
+  {
+    name: 'mpes_chain', version: '1.0', requires: ['mpes-leaf>=1.0'],
+    files: { 'mpes_chain/__init__.py': 'import mpes_leaf\nLEAF = mpes_leaf.VERSION\n' },
+  },
+  { name: 'mpes_modern', version: '1.0', requires: ['mpes-leaf>=2.0'], files: { 'mpes_modern/__init__.py': '' } },
+  {
+    name: 'mpes_slow', version: '1.0',
+    files: { 'mpes_slow/__init__.py': 'import time\ntime.sleep(0.3)\nREADY = True\n' },
+  },
+  { name: 'mpes_future', version: '1.0', requires_python: '>=3.99', files: { 'mpes_future/__init__.py': '' } },
+  { name: 'mpes_hang', version: '1.0', sdist_backend: 'import time\ntime.sleep(120)\n' },
+  // ~600 KB each (incompressible), for the LRU bound of --env-cache-max-mb 1.
+  ...['a', 'b', 'c'].map((x) => ({
+    name: `mpes_big_${x}`, version: '1.0',
+    files: { [`mpes_big_${x}/__init__.py`]: `NAME = '${x}'\n` },
+    random_files: { [`mpes_big_${x}/blob.bin`]: 600 * 1024 },
+  })),
+];
+
+function tempDir(prefix) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755);  // the installer runs unprivileged when the server is root
+  return dir;
+}
+
+function writePackages(dir) {
+  execFileSync(PYTHON, ['-I', '-c', WRITER, dir, JSON.stringify(PACKAGES)]);
+}
+
+// Complete environments in the cache (content-addressed directory names).
+function environments(cacheDir) {
+  const envs = path.join(cacheDir, 'envs');
+  if (!fs.existsSync(envs)) return [];
+  return fs.readdirSync(envs).filter((n) => /^[0-9a-f]{64}$/.test(n));
+}
+
+function buildDirs(cacheDir) {
+  const envs = path.join(cacheDir, 'envs');
+  if (!fs.existsSync(envs)) return [];
+  return fs.readdirSync(envs).filter((n) => n.startsWith('.tmp-'));
+}
+
+// The server logs one line per installer run ("installing N requirement(s) with pip|uv into ...").
+function installerRuns(conn) {
+  return (conn.stderr().match(/installing \d+ requirement\(s\) with /g) ?? []).length;
+}
+
+async function run(client, script, dependencies = [], options = {}) {
+  const result = await client.callTool(
+    { name: 'execute_python', arguments: { script, dependencies } },
+    undefined,
+    { timeout: 180000, resetTimeoutOnProgress: true, ...options },
+  );
+  return { result, text: textOf(result), sc: result.structuredContent ?? {} };
+}
+
+function block(deps) {
+  return `# /// script\n# dependencies = [${deps.map((d) => JSON.stringify(d)).join(', ')}]\n# ///\n`;
+}
+
+const wheels = tempDir('mpes-e2e-wheels-');
+writePackages(wheels);
+process.on('exit', () => fs.rmSync(wheels, { recursive: true, force: true }));
+
+function serverArgs(cacheDir, extra = []) {
+  return ['--find-links', wheels, '--offline', '--cache-dir', cacheDir, '--log-level', 'info', ...extra];
+}
+
+describe('dependencies (offline, --find-links)', () => {
+  let cache, conn;
+  before(async () => {
+    cache = tempDir('mpes-e2e-cache-');
+    conn = await connect(serverArgs(cache));
+  });
+  after(async () => {
+    await conn?.client.close();
+    fs.rmSync(cache, { recursive: true, force: true });
+  });
+
+  test('an inline block installs a dependency chain; the script keeps its line numbers', async () => {
+    const script = block(['mpes_chain']) +
+      'import mpes_chain, mpes_leaf\nprint(mpes_chain.LEAF)\nraise SystemExit(mpes_leaf.missing)\n';
+    const { result, text, sc } = await run(conn.client, script);
+    assert.equal(result.isError ?? false, false, text);
+    assert.equal(sc.stdout, '2.0\n', text);
+    // Line 6 of the user's script: the block was not rewritten away.
+    assert.match(sc.stderr, /script\.py", line 6/, text);
+    assert.match(sc.stderr, /AttributeError/, text);
+    assert.equal(environments(cache).length, 1);
+  });
+
+  test('the dependencies parameter merges with the block, the last spec winning', async () => {
+    const script = block(['mpes-leaf==2.0', 'mpes_chain']) + 'import mpes_chain\nprint(mpes_chain.LEAF)\n';
+    const { text, sc } = await run(conn.client, script, ['mpes_leaf==1.0']);
+    assert.equal(sc.exit_code, 0, text);
+    assert.equal(sc.stdout, '1.0\n', text);
+  });
+
+  test('a second call with the same set runs no installer', async () => {
+    const before = installerRuns(conn);
+    assert.ok(before >= 1, 'the earlier installs were logged');
+    const { text, sc } = await run(conn.client, 'import mpes_chain\nprint(mpes_chain.LEAF)\n', ['mpes_chain']);
+    assert.equal(sc.stdout, '2.0\n', text);
+    assert.equal(installerRuns(conn), before);
+  });
+
+  test('installs report progress to a caller with a progress token', async () => {
+    const progress = [];
+    const { text, sc } = await run(conn.client, 'import mpes_slow\nprint(mpes_slow.READY)\n', ['mpes_slow'],
+      { onprogress: (p) => progress.push(p) });
+    assert.equal(sc.stdout, 'True\n', text);
+    assert.ok(progress.length >= 1, 'at least one notifications/progress during the install');
+  });
+
+  test('a declared package is imported by the warm interpreter before the next call', async () => {
+    // mpes_slow takes 0.3 s to import; already in sys.modules means that cost was paid before.
+    const script = "import sys\nprint('mpes_slow' in sys.modules)\nimport mpes_slow\n";
+    await run(conn.client, script, ['mpes_slow']);
+    const { text, sc } = await run(conn.client, script, ['mpes_slow']);
+    assert.equal(sc.stdout, 'True\n', text);
+  });
+
+  test('concurrent first use of a new set installs once', async () => {
+    const before = installerRuns(conn);
+    const script = 'import mpes_modern, mpes_leaf\nprint(mpes_leaf.VERSION)\n';
+    const results = await Promise.all([1, 2, 3].map(() => run(conn.client, script, ['mpes_modern'])));
+    for (const { text, sc } of results) assert.equal(sc.stdout, '2.0\n', text);
+    assert.equal(installerRuns(conn), before + 1);
+  });
+
+  test('an unknown package fails with the installer\'s decisive line, not its log', async () => {
+    const { result, text, sc } = await run(conn.client, 'print(1)\n', ['mpes-no-such-package']);
+    assert.equal(result.isError ?? false, false, text);
+    assert.equal(sc.end_reason, 'install_failed', text);
+    assert.notEqual(sc.exit_code, 0);
+    assert.match(text, /No matching distribution found for mpes-no-such-package/);
+    assert.doesNotMatch(text, /Looking in links/);
+    assert.match(text, /--- end: install_failed ---/);
+  });
+
+  test('a requires-python mismatch and a version conflict say which requirement failed', async () => {
+    const future = await run(conn.client, 'print(1)\n', ['mpes_future']);
+    assert.equal(future.sc.end_reason, 'install_failed', future.text);
+    assert.match(future.text, />=3\.99/);
+    const conflict = await run(conn.client, 'print(1)\n', ['mpes_modern', 'mpes-leaf==1.0']);
+    assert.equal(conflict.sc.end_reason, 'install_failed', conflict.text);
+    assert.match(conflict.text, /conflict/);
+    assert.match(conflict.text, /mpes-leaf>=2\.0/);
+  });
+
+  test('interpreter-provided packages (Debian\'s python3-numpy) are used offline', async () => {
+    const before = installerRuns(conn);
+    const { text, sc } = await run(conn.client, 'import numpy\nprint(numpy.__file__)\n', ['numpy']);
+    assert.equal(sc.exit_code, 0, text);
+    assert.match(sc.stdout, /^\/usr\/lib\/python3\/dist-packages\/numpy\//, text);
+    assert.equal(installerRuns(conn), before);
+  });
+});
+
+describe('a killed install', () => {
+  test('leaves no environment a later call could use', async () => {
+    const cache = tempDir('mpes-e2e-cache-');
+    try {
+      const first = await connect(serverArgs(cache));
+      // mpes_hang's build backend sleeps for two minutes: the install is in progress until killed.
+      const pending = run(first.client, 'import mpes_hang\n', ['mpes_hang', 'mpes_leaf']).catch((e) => e);
+      for (let i = 0; i < 600 && buildDirs(cache).length === 0; i++) await sleep(50);
+      assert.equal(buildDirs(cache).length, 1, 'the install started');
+      await sleep(500);
+      process.kill(first.transport.pid, 'SIGKILL');
+      await pending;
+      await first.client.close().catch(() => {});
+      assert.deepEqual(environments(cache), []);
+
+      const second = await connect(serverArgs(cache));
+      try {
+        const { text, sc } = await run(second.client, 'import mpes_leaf\nprint(mpes_leaf.VERSION)\n', ['mpes_leaf']);
+        assert.equal(sc.stdout, '2.0\n', text);
+        assert.equal(environments(cache).length, 1);
+        assert.deepEqual(buildDirs(cache), [], 'the abandoned build was removed');
+      } finally {
+        await second.client.close();
+      }
+    } finally {
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the environment cache bound', () => {
+  test('--env-cache-max-mb evicts least recently used environments', async () => {
+    const cache = tempDir('mpes-e2e-cache-');
+    const conn = await connect(serverArgs(cache, ['--env-cache-max-mb', '1', '--max-zygotes', '1']));
+    try {
+      for (const x of ['a', 'b', 'c']) {
+        const { text, sc } = await run(conn.client, `import mpes_big_${x}\nprint(mpes_big_${x}.NAME)\n`, [`mpes_big_${x}`]);
+        assert.equal(sc.stdout, `${x}\n`, text);
+      }
+      // Three ~600 KB environments do not fit in 1 MB: at most the ones still in use remain.
+      assert.ok(environments(cache).length < 3, `environments left: ${environments(cache).length}`);
+      // An evicted set is simply installed again.
+      const again = await run(conn.client, 'import mpes_big_a\nprint(mpes_big_a.NAME)\n', ['mpes_big_a']);
+      assert.equal(again.sc.stdout, 'a\n', again.text);
+    } finally {
+      await conn.client.close();
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  });
+});
+
+let uvFound = false;
+try {
+  execFileSync('uv', ['--version'], { stdio: 'ignore' });
+  uvFound = true;
+} catch {
+  uvFound = false;
+}
+
+describe('uv installer', { skip: uvFound ? false : 'SKIPPED: uv is not installed on this machine' }, () => {
+  test('installs offline from --find-links with uv', async () => {
+    const cache = tempDir('mpes-e2e-cache-');
+    const conn = await connect(serverArgs(cache));
+    try {
+      const { text, sc } = await run(conn.client, 'import mpes_chain\nprint(mpes_chain.LEAF)\n', ['mpes_chain', 'mpes-leaf==1.0']);
+      assert.equal(sc.stdout, '1.0\n', text);
+      assert.match(conn.stderr(), /installing \d+ requirement\(s\) with uv/);
+    } finally {
+      await conn.client.close();
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  });
+});
