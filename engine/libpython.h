@@ -21,8 +21,20 @@ class LibPython {
   void (*PyOS_BeforeFork)() = nullptr;
   void (*PyOS_AfterFork_Parent)() = nullptr;
   void (*PyOS_AfterFork_Child)() = nullptr;
+  // To call a Python function without parsing source each time (the parser's page faults
+  // would land on a run's critical path). All borrowed references, all in the stable ABI.
+  void* (*PyImport_AddModule)(const char* name) = nullptr;
+  void* (*PyModule_GetDict)(void* module) = nullptr;
+  void* (*PyDict_GetItemString)(void* dict, const char* key) = nullptr;
+  void* (*PyObject_CallObject)(void* callable, void* args) = nullptr;
+  void (*Py_DecRef)(void* object) = nullptr;
+  void (*PyErr_Print)() = nullptr;
 
   int run(const std::string& code) const { return PyRun_SimpleStringFlags(code.c_str(), nullptr); }
+  // A function of __main__ (borrowed; it lives as long as the interpreter), or nullptr.
+  void* main_function(const char* name) const;
+  // Calls it without arguments; false (traceback printed to stderr) when it raised.
+  bool call(void* function) const;
 
  private:
   void* handle_ = nullptr;  // deliberately never dlclose'd: the interpreter lives as long as we do

@@ -207,6 +207,8 @@ class Zygote {
   Options options_;
   engine::LibPython py_;
   std::optional<sandbox::SeccompProgram> seccomp_;
+  void* prepare_fn_ = nullptr;  // the runner's functions (borrowed references)
+  void* run_fn_ = nullptr;
   UniqueFd signal_fd_;
   std::map<pid_t, Child> children_;
   std::optional<Spare> spare_;
@@ -247,6 +249,12 @@ int Zygote::start() {
   if (py_.run(std::string(python_stubs::boot())) != 0 ||
       py_.run(std::string(python_stubs::runner())) != 0) {
     log("the boot stub failed (traceback above)");
+    return 3;
+  }
+  prepare_fn_ = py_.main_function("_mpes_prepare");
+  run_fn_ = py_.main_function("_mpes_run");
+  if (prepare_fn_ == nullptr || run_fn_ == nullptr) {
+    log("the runner stub does not define _mpes_prepare/_mpes_run");
     return 3;
   }
   std::string warnings;
@@ -488,8 +496,18 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // The run's environment (the runner mirrors it into os.environ): subprocesses inherit it.
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof cwd) == nullptr) setup_failed("getcwd failed");
+  ::clearenv();
+  ::setenv("PATH", options_.run_path.empty() ? "/usr/local/bin:/usr/bin:/bin" : options_.run_path.c_str(), 1);
+  ::setenv("HOME", cwd, 1);
+  ::setenv("TMPDIR", cwd, 1);
+  ::setenv("LANG", "C.UTF-8", 1);
+  ::setenv("PYTHONIOENCODING", "utf-8", 1);
+  ::setenv("MPLBACKEND", "Agg", 1);
   // Everything that does not depend on the script happens before it arrives.
-  if (py_.run("_mpes_prepare()") != 0) setup_failed("the runner's preparation failed");
+  if (!py_.call(prepare_fn_)) setup_failed("the runner's preparation failed (traceback in the log)");
 
   z::Received got = z::receive_message_blocking(kHandoffFd);
   const auto* run = std::get_if<z::RunMessage>(&got.message);
@@ -516,7 +534,7 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
   }
   for (int fd : spec.cgroup_join_fds) ::close(fd);
   ::close(kStatusFd);
-  py_.run("_mpes_run()");
+  py_.call(run_fn_);
   ::_exit(1);  // not reached: the runner exits the process itself
 }
 

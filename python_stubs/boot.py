@@ -39,6 +39,24 @@ def _mpes_boot():
             warnings.append(f"preload {name} started {threads - 1} thread(s): the zygote cannot "
                             "fork safely and will refuse runs")
 
+    # The standard streams of runs, made once here (on fds 0/1/2, which each run replaces with
+    # /dev/null and its pipes) rather than in every run: as a non-interactive `python script.py`
+    # has them.
+    import io
+    global _MPES_STREAMS, _MPES_KEEP
+    # The zygote's own streams and environment stay referenced here, so that a run replacing
+    # them frees nothing (freeing touches, and so copies, pages shared with the zygote).
+    _MPES_KEEP = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__,
+                  sys.__stderr__, os.environ._data)
+    _MPES_STREAMS = (
+        io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
+                         encoding="utf-8", errors="strict"),
+        io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)),
+                         encoding="utf-8", errors="strict"),
+        io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+                         encoding="utf-8", errors="backslashreplace", line_buffering=True),
+    )
+
     # Everything the runner needs, imported once here rather than in every run.
     import atexit, builtins, importlib.util, io, linecache, tokenize, traceback, types  # noqa: F401,E401
 
