@@ -31,7 +31,9 @@ def _mpes_prepare():
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = _MPES_STREAMS
 
     main = types.ModuleType("__main__")
-    main.__file__ = "script.py"
+    # The script as a path that exists for this run's processes: multiprocessing's spawn and
+    # forkserver start fresh interpreters that re-import __main__ from its file.
+    main.__file__ = f"/proc/{os.getpid()}/fd/3"
     main.__builtins__ = builtins
     _MPES_MAIN = main
     sys.argv = ["script.py"]
@@ -58,8 +60,8 @@ def _mpes_run():
         if not chunk:
             break
         chunks.append(chunk)
-    os.close(3)
     source = b"".join(chunks)
+    os.set_inheritable(3, False)  # stays open (it is __main__.__file__), but not in subprocesses
 
     main = _MPES_MAIN
     zygote_main = sys.modules["__main__"]  # keeps our own globals alive while we run

@@ -130,6 +130,10 @@ std::vector<std::string> build_bwrap_argv(const ZygoteSandbox& sandbox) {
   for (const auto& bind : sandbox.binds) add({"--ro-bind", bind.source, bind.dest});
   add({"--proc", "/proc", "--dev", "/dev", "--dir", "/tmp"});
   if (!sandbox.work_dir.empty()) add({"--dir", sandbox.work_dir});
+  // The sandbox's root and /dev are tmpfs owned by the uid the runs map to: read-only, or a run
+  // could leave files there for the next one. Runs get their own tmpfs on /tmp, the work dir
+  // and /dev/shm.
+  add({"--remount-ro", "/dev", "--remount-ro", "/"});
   add({"--chdir", "/", "--"});
   argv.insert(argv.end(), sandbox.command.begin(), sandbox.command.end());
   return argv;

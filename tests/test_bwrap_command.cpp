@@ -69,6 +69,13 @@ TEST_CASE("the zygote's bubblewrap isolates every namespace and keeps nested use
   CHECK(find_seq(argv, {"--dir", "/tmp"}) >= 0);
   CHECK(find_seq(argv, {"--dir", "/home/sandbox"}) >= 0);
   CHECK(find_seq(argv, {"--ro-bind", "/usr", "/usr"}) >= 0);
+  // Nothing a run writes outside its own tmpfs mounts can persist: / and /dev end read-only,
+  // after everything is mounted (bwrap applies options in order).
+  const long ro_root = find_seq(argv, {"--remount-ro", "/"});
+  const long ro_dev = find_seq(argv, {"--remount-ro", "/dev"});
+  CHECK(ro_root > find_seq(argv, {"--dir", "/home/sandbox"}));
+  CHECK(ro_dev > find_seq(argv, {"--dev", "/dev"}));
+  CHECK(ro_root < find_seq(argv, {"--"}));
 }
 
 TEST_CASE("network follows the policy", "[bwrap]") {
