@@ -1,0 +1,195 @@
+// Raw JSON-RPC lines through a plain child process: what SDK clients never send.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { serverPath } from './lib/client.mjs';
+
+class RawServer {
+  constructor(args = []) {
+    this.child = spawn(serverPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.messages = [];
+    this.waiters = [];
+    this.stderr = '';
+    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
+    let buffer = '';
+    this.child.stdout.on('data', (chunk) => {
+      buffer += chunk;
+      let nl;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        // stdout carries nothing but JSON-RPC messages, one per line.
+        const message = JSON.parse(line);
+        assert.ok(Array.isArray(message) || message.jsonrpc === '2.0', `not JSON-RPC: ${line}`);
+        this.messages.push(message);
+        this.waiters = this.waiters.filter((w) => !w());
+      }
+    });
+    this.child.stderr.on('data', (d) => { this.stderr += d; });
+  }
+
+  send(message) {
+    const line = typeof message === 'string' ? message : JSON.stringify(message);
+    return new Promise((resolve) => this.child.stdin.write(line + '\n', resolve));
+  }
+
+  // Resolves with the first message (already received or future) matching `pred`.
+  next(pred, timeoutMs = 5000) {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const index = this.messages.findIndex(pred);
+        if (index < 0) return false;
+        clearTimeout(timer);
+        resolve(this.messages.splice(index, 1)[0]);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== check);
+        reject(new Error(`no matching message within ${timeoutMs} ms; got ${JSON.stringify(this.messages)}`));
+      }, timeoutMs);
+      if (!check()) this.waiters.push(check);
+    });
+  }
+
+  byId(id, timeoutMs) { return this.next((m) => !Array.isArray(m) && m.id === id, timeoutMs); }
+
+  async initialize(protocolVersion = '2025-06-18') {
+    await this.send({ jsonrpc: '2.0', id: 'init', method: 'initialize',
+      params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const response = await this.byId('init');
+    await this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return response;
+  }
+
+  async close() {
+    this.child.stdin.end();
+    return this.exited;
+  }
+}
+
+test('malformed JSON gets -32700 with no id member, then serving goes on', async () => {
+  const s = new RawServer();
+  await s.initialize();
+  await s.send('{"jsonrpc": "2.0", "id": 1, "method": ');
+  const error = await s.next((m) => m.error?.code === -32700);
+  assert.equal('id' in error, false);
+  await s.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+  assert.deepEqual((await s.byId(2)).result, {});
+  assert.equal(await s.close(), 0);
+});
+
+test('a 17 MiB line is answered with an error and the server keeps serving', async () => {
+  const s = new RawServer();
+  await s.initialize();
+  const script = 'x'.repeat(17 * 1024 * 1024);
+  await s.send({ jsonrpc: '2.0', method: 'tools/call', params: { name: 'validate_script', arguments: { script } }, id: 'huge' });
+  const error = await s.byId('huge', 15000);
+  assert.equal(error.error.code, -32600);
+  assert.match(error.error.message, /exceeds/);
+  await s.send({ jsonrpc: '2.0', id: 3, method: 'ping' });
+  assert.deepEqual((await s.byId(3)).result, {});
+  assert.equal(await s.close(), 0);
+});
+
+test('carriage returns before the newline are tolerated', async () => {
+  const s = new RawServer();
+  await s.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) + '\r');
+  assert.deepEqual((await s.byId(1)).result, {});
+  assert.equal(await s.close(), 0);
+});
+
+test('batches are rejected on 2025-06-18', async () => {
+  const s = new RawServer();
+  await s.initialize('2025-06-18');
+  await s.send([{ jsonrpc: '2.0', id: 1, method: 'ping' }, { jsonrpc: '2.0', id: 2, method: 'tools/list' }]);
+  const error = await s.next((m) => m.error?.code === -32600);
+  assert.equal('id' in error, false);
+  assert.match(error.error.message, /2025-03-26/);
+  assert.equal(await s.close(), 0);
+});
+
+test('batches are processed on 2025-03-26', async () => {
+  const s = new RawServer();
+  const init = await s.initialize('2025-03-26');
+  assert.equal(init.result.protocolVersion, '2025-03-26');
+  await s.send([
+    { jsonrpc: '2.0', id: 1, method: 'ping' },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    { jsonrpc: '2.0', id: 3, method: 'no/such/method' },
+  ]);
+  const batch = await s.next((m) => Array.isArray(m));
+  assert.equal(batch.length, 3);
+  const byId = Object.fromEntries(batch.map((r) => [r.id, r]));
+  assert.deepEqual(byId[1].result, {});
+  assert.equal(byId[2].result.tools.length, 3);
+  assert.equal(byId[3].error.code, -32601);
+  assert.equal(await s.close(), 0);
+});
+
+test('unknown method -32601; requests before initialize get a prompt error', async () => {
+  const s = new RawServer();
+  const started = Date.now();
+  await s.send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+  const early = await s.byId(1);
+  assert.ok(early.error);
+  assert.match(early.error.message, /initialize/);
+  await s.send({ jsonrpc: '2.0', id: 2, method: 'ping' });
+  assert.deepEqual((await s.byId(2)).result, {});
+  await s.initialize();
+  await s.send({ jsonrpc: '2.0', id: 3, method: 'prompts/list' });
+  assert.equal((await s.byId(3)).error.code, -32601);
+  assert.ok(Date.now() - started < 3000);
+  assert.equal(await s.close(), 0);
+});
+
+test('server/discover fails at once, so probing clients fall back to initialize', async () => {
+  const s = new RawServer();
+  const started = Date.now();
+  await s.send({ jsonrpc: '2.0', id: 'probe', method: 'server/discover', params: {} });
+  const response = await s.byId('probe', 2000);
+  assert.equal(response.error.code, -32601);
+  assert.ok(Date.now() - started < 1000);
+  const init = await s.initialize('2025-11-25');
+  assert.equal(init.result.protocolVersion, '2025-11-25');
+  assert.equal(await s.close(), 0);
+});
+
+test('an unsupported protocol version is answered with the newest', async () => {
+  const s = new RawServer();
+  const init = await s.initialize('2099-01-01');
+  assert.equal(init.result.protocolVersion, '2025-11-25');
+  assert.equal(init.result.serverInfo.name, 'mcp-python-exec-sandbox');
+  assert.equal(await s.close(), 0);
+});
+
+test('notifications/cancelled suppresses the response', async () => {
+  const s = new RawServer();
+  await s.initialize();
+  await s.send({ jsonrpc: '2.0', id: 'run', method: 'tools/call',
+    params: { name: 'execute_python', arguments: { script: 'import time\ntime.sleep(20)', timeout_seconds: 60 } } });
+  await new Promise((r) => setTimeout(r, 300));
+  await s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'run', reason: 'test' } });
+  await s.send({ jsonrpc: '2.0', id: 'after', method: 'ping' });
+  assert.deepEqual((await s.byId('after')).result, {});
+  await assert.rejects(s.byId('run', 1500));
+  assert.equal(await s.close(), 0);
+});
+
+test('invalid command-line values exit 2 with one line naming the flag', () => {
+  for (const [args, flag] of [[['--max-timeout', '0'], '--max-timeout'],
+    [['--default-timeout', '500'], '--default-timeout'],
+    [['--max-output-bytes', '10'], '--max-output-bytes'],
+    [['--sandbox-backend', 'jail'], '--sandbox-backend'],
+    [['--no-such-flag'], '--no-such-flag']]) {
+    const r = spawnSync(serverPath, args, { input: '', encoding: 'utf8' });
+    assert.equal(r.status, 2, args.join(' '));
+    assert.equal(r.stdout, '');
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, r.stderr);
+    assert.ok(lines[0].includes(flag), r.stderr);
+  }
+  const version = spawnSync(serverPath, ['--version'], { encoding: 'utf8' });
+  assert.equal(version.status, 0);
+  assert.match(version.stdout, /^mcp-python-exec-sandbox \d+\.\d+\.\d+\n$/);
+});

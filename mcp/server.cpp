@@ -1,0 +1,221 @@
+#include "mcp/server.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "mcp/client_log_sink.h"
+#include "mcp/framing.h"
+#include "mcp/run_result_format.h"
+#include "mcp/session.h"
+#include "mcp/stdio_transport.h"
+#include "mcp/tool_registry.h"
+#include "mcp/tools/services.h"
+
+namespace mcp {
+
+namespace {
+
+// Engine::shutdown gets this long before the process stops waiting for it; then the last
+// responses get until kHardStop to be written. Both within the 2 s exit budget.
+constexpr auto kShutdownBudget = std::chrono::milliseconds(1500);
+constexpr auto kHardStop = std::chrono::milliseconds(1800);
+
+void fill_defaults(ServerHooks& hooks, const engine::EngineConfig& config) {
+  if (!hooks.make_engine) {
+    hooks.make_engine = [](asio::io_context& io, const engine::EngineConfig& c) {
+      return engine::make_engine(io, c);
+    };
+  }
+  if (!hooks.interpreters) hooks.interpreters = host_interpreter_sources(config.uv_path);
+}
+
+// The sink forwarding server logs to the client. It joins the default logger before any other
+// thread exists and is never removed (the sink list is not safe to change while others log);
+// it is only detached, under its own mutex, when the server ends.
+class ScopedClientLogSink {
+ public:
+  ScopedClientLogSink() : sink_(std::make_shared<ClientLogSink>()) {
+    if (auto logger = spdlog::default_logger()) logger->sinks().push_back(sink_);
+  }
+  ~ScopedClientLogSink() { sink_->detach(); }
+  ScopedClientLogSink(const ScopedClientLogSink&) = delete;
+  ScopedClientLogSink& operator=(const ScopedClientLogSink&) = delete;
+  void attach(ClientLogSink::Forward forward) { sink_->attach(std::move(forward)); }
+
+ private:
+  std::shared_ptr<ClientLogSink> sink_;
+};
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string server_instructions(const engine::EngineConfig& config) {
+  return "Runs Python scripts in a sandbox (" +
+         std::string(config.policy.backend == sandbox::Backend::none ? "unsandboxed: --sandbox-backend none"
+                                                                     : "isolated per run") +
+         "). Use execute_python to run code; declare third-party packages in a PEP 723 block or "
+         "the dependencies argument. Every call starts from a clean state: keep what you need "
+         "in one script. validate_script checks dependencies without running; check_environment "
+         "shows Python versions, limits and the isolation in effect.";
+}
+
+int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
+  fill_defaults(hooks, options.engine);
+  ScopedClientLogSink log_sink;
+  asio::io_context io;
+  std::unique_ptr<engine::Engine> engine = hooks.make_engine(io, options.engine);
+  InterpreterCatalog interpreters(io, *hooks.interpreters);
+  ToolRegistry registry;
+  const tools::Services services{*engine, interpreters, options.engine};
+  tools::register_tools(registry, services);
+
+  StdioTransport transport(io, std::move(fds.in), std::move(fds.out));
+  SessionOptions session_options;
+  session_options.instructions = server_instructions(options.engine);
+  Session session(registry, session_options,
+                  [&transport](std::string message) { transport.send(std::move(message)); });
+  session.set_on_initialized([&engine] {
+    // Warm-up starts only now: initialize itself must be answered at once.
+    engine->start_warmup();
+  });
+
+  log_sink.attach([&io, &session](LogLevel level, std::string text) {
+    asio::post(io, [&session, level, text = std::move(text)] { session.log(level, text); });
+  });
+  // Detached before the session goes away, whatever happens below.
+  struct DetachOnExit {
+    ScopedClientLogSink& sink;
+    ~DetachOnExit() { sink.attach(nullptr); }
+  } detach_on_exit{log_sink};
+
+  LineFramer framer([&session](std::string_view line) { session.handle_line(line); },
+                    [&session](const OversizeLine& line) { session.handle_oversize(line); });
+
+  bool shutting_down = false;
+  bool forced = false;
+  asio::steady_timer deadline(io);
+  asio::steady_timer hard_stop(io);
+  asio::signal_set signals(io);
+  auto stop_after_flush = [&] {
+    transport.flush([&io] { io.stop(); });
+  };
+  auto begin_shutdown = [&](const std::string& why) {
+    if (shutting_down) return;
+    shutting_down = true;
+    spdlog::info("shutting down: {}", why);
+    transport.stop_reading();
+    asio::error_code ignored;
+    signals.cancel(ignored);
+    session.stop_accepting_and_cancel();
+    deadline.expires_after(kShutdownBudget);
+    deadline.async_wait([&](const asio::error_code& ec) {
+      if (ec) return;
+      spdlog::warn("engine shutdown did not finish in time; exiting anyway");
+      forced = true;
+      session.abandon_in_flight("The server is shutting down");
+      stop_after_flush();
+    });
+    hard_stop.expires_after(kHardStop);
+    hard_stop.async_wait([&](const asio::error_code& ec) {
+      if (ec) return;
+      forced = true;
+      io.stop();
+    });
+    engine->shutdown([&] {
+      session.abandon_in_flight("The server is shutting down");
+      stop_after_flush();
+    });
+  };
+
+  if (hooks.handle_signals) {
+    signals.add(SIGTERM);
+    signals.add(SIGINT);
+    signals.add(SIGHUP);
+    signals.async_wait([&](const asio::error_code& ec, int signal) {
+      if (!ec) begin_shutdown("signal " + std::to_string(signal));
+    });
+  }
+  transport.start([&framer](std::string_view bytes) { framer.feed(bytes); },
+                  [&] {
+                    framer.finish();
+                    begin_shutdown("end of input");
+                  });
+  io.run();
+  if (forced) {
+    // Whatever still holds the engine up must not keep the client waiting past its budget.
+    spdlog::default_logger()->flush();
+    std::_Exit(0);
+  }
+  return 0;
+}
+
+int run_once(const CliOptions& options, UniqueFd out, ServerHooks hooks) {
+  fill_defaults(hooks, options.engine);
+  std::ifstream file(*options.run_file, std::ios::binary);
+  std::stringstream content;
+  content << file.rdbuf();
+  if (!file) {
+    spdlog::error("--run: cannot read '{}'", *options.run_file);
+    return 2;
+  }
+  asio::io_context io;
+  std::unique_ptr<engine::Engine> engine = hooks.make_engine(io, options.engine);
+  engine::RunRequest request;
+  request.script = content.str();
+  request.timeout_seconds = options.engine.default_timeout_seconds;
+  request.python_version = options.engine.python_version;
+
+  int exit_status = 125;
+  asio::signal_set signals(io);
+  std::shared_ptr<engine::Engine::RunHandle> handle;
+  engine->start_warmup();
+  handle = engine->execute(std::move(request), nullptr, [&](engine::RunResult result) {
+    asio::error_code ignored;
+    signals.cancel(ignored);
+    std::string text = format_run_text(result) + "\n";
+    for (const auto& note : result.notes) text += note + "\n";
+    if (!result.images.empty()) {
+      text += std::to_string(result.images.size()) + " image(s) not shown: --run prints text only\n";
+    }
+    if (!write_all(out.get(), text)) spdlog::error("--run: writing the result failed");  // stdout-ok
+    if (result.service_error) {
+      exit_status = 125;
+    } else if (result.exit_code < 0) {
+      exit_status = 128 + (-result.exit_code & 0x7f);
+    } else {
+      exit_status = result.exit_code & 0xff;
+    }
+    engine->shutdown([&io] { io.stop(); });
+  });
+  if (hooks.handle_signals) {
+    signals.add(SIGTERM);
+    signals.add(SIGINT);
+    signals.async_wait([&handle](const asio::error_code& ec, int) {
+      if (!ec && handle) handle->cancel();
+    });
+  }
+  io.run();
+  return exit_status;
+}
+
+}  // namespace mcp

@@ -1,0 +1,35 @@
+// The server process: the stdio MCP server, and the one-shot --run mode.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "mcp/asio_headers.h"
+#include "mcp/cli.h"
+#include "mcp/interpreter_catalog.h"
+#include "mcp/stdio_guard.h"
+#include "engine/engine.h"
+
+namespace mcp {
+
+// Replaceable parts, so tests can run the whole server against a fake engine.
+struct ServerHooks {
+  std::function<std::unique_ptr<engine::Engine>(asio::io_context&, const engine::EngineConfig&)>
+      make_engine;                        // default: engine::make_engine
+  std::optional<InterpreterSources> interpreters;  // default: host_interpreter_sources(uv_path)
+  bool handle_signals = true;               // SIGTERM/SIGINT/SIGHUP end the server
+};
+
+// Serves MCP over `fds` until end of input or a termination signal; then stops accepting work,
+// ends every run (Engine::shutdown) and returns 0, within 2 s.
+int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks = {});
+
+// --run FILE: one run through the same engine; the result text goes to `out`. Returns the
+// script's exit code (128+N when killed by signal N), 125 when the service itself failed.
+int run_once(const CliOptions& options, UniqueFd out, ServerHooks hooks = {});
+
+// Instructions sent in the initialize result.
+std::string server_instructions(const engine::EngineConfig& config);
+
+}  // namespace mcp

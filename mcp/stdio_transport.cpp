@@ -1,0 +1,103 @@
+#include "mcp/stdio_transport.h"
+
+#include <fcntl.h>
+
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+namespace mcp {
+
+StdioTransport::StdioTransport(asio::io_context& io, UniqueFd in, UniqueFd out)
+    : in_(io), out_(io) {
+  in_flags_ = ::fcntl(in.get(), F_GETFL);
+  out_flags_ = ::fcntl(out.get(), F_GETFL);
+  // Regular files and /dev/null cannot be polled; asio accepts them and simply never blocks.
+  in_.assign(in.release());
+  out_.assign(out.release());
+}
+
+StdioTransport::~StdioTransport() {
+  // The descriptions may be shared with a terminal or the parent: leave them as found.
+  if (in_.is_open() && in_flags_ >= 0) ::fcntl(in_.native_handle(), F_SETFL, in_flags_);
+  if (out_.is_open() && out_flags_ >= 0) ::fcntl(out_.native_handle(), F_SETFL, out_flags_);
+}
+
+void StdioTransport::start(BytesFn on_bytes, std::function<void()> on_eof) {
+  on_bytes_ = std::move(on_bytes);
+  on_eof_ = std::move(on_eof);
+  reading_ = true;
+  read_more();
+}
+
+void StdioTransport::stop_reading() {
+  if (!reading_) return;
+  reading_ = false;
+  asio::error_code ignored;
+  in_.cancel(ignored);
+}
+
+void StdioTransport::read_more() {
+  in_.async_read_some(asio::buffer(buffer_), [this](const asio::error_code& ec, std::size_t n) {
+    if (!reading_) return;
+    if (n > 0) on_bytes_(std::string_view(buffer_.data(), n));
+    if (!reading_) return;  // the callback may have stopped us
+    if (ec) {
+      if (ec != asio::error::eof) spdlog::warn("mcp: reading stdin failed: {}", ec.message());
+      reading_ = false;
+      if (on_eof_) on_eof_();
+      return;
+    }
+    read_more();
+  });
+}
+
+void StdioTransport::send(std::string message) {
+  if (output_failed_) return;
+  message.push_back('\n');
+  queued_bytes_ += message.size();
+  queue_.push_back(std::move(message));
+  if (writing_.empty()) write_more();
+}
+
+void StdioTransport::write_more() {
+  if (queue_.empty() || output_failed_) {
+    run_flush_waiters();
+    return;
+  }
+  // Everything queued goes out in one gathered write, each message whole and in order.
+  std::vector<asio::const_buffer> buffers;
+  while (!queue_.empty()) {
+    writing_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  buffers.reserve(writing_.size());
+  for (const auto& message : writing_) buffers.emplace_back(asio::buffer(message));
+  asio::async_write(out_, buffers, [this](const asio::error_code& ec, std::size_t) {
+    for (const auto& message : writing_) queued_bytes_ -= message.size();
+    writing_.clear();
+    if (ec) {
+      if (ec != asio::error::operation_aborted) {
+        spdlog::warn("mcp: writing stdout failed ({}); further messages are dropped",
+                     ec.message());
+      }
+      output_failed_ = true;
+      queue_.clear();
+      queued_bytes_ = 0;
+    }
+    write_more();
+  });
+}
+
+void StdioTransport::flush(std::function<void()> done) {
+  flush_waiters_.push_back(std::move(done));
+  if (writing_.empty() && (queue_.empty() || output_failed_)) run_flush_waiters();
+}
+
+void StdioTransport::run_flush_waiters() {
+  auto waiters = std::move(flush_waiters_);
+  flush_waiters_.clear();
+  for (auto& waiter : waiters) waiter();
+}
+
+}  // namespace mcp

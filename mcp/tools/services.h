@@ -1,0 +1,25 @@
+// What the tools need from the rest of the server: references to parts the server owns and
+// keeps alive for as long as any call can run. Handlers keep a copy of this struct.
+#pragma once
+
+#include "mcp/asio_headers.h"
+#include "mcp/interpreter_catalog.h"
+#include "mcp/tool_registry.h"
+#include "engine/engine.h"
+
+namespace mcp::tools {
+
+struct Services {
+  engine::Engine& engine;
+  InterpreterCatalog& interpreters;
+  const engine::EngineConfig& config;
+};
+
+ToolDefinition make_execute_python_tool(const Services& services);
+ToolDefinition make_validate_script_tool(const Services& services);
+ToolDefinition make_check_environment_tool(const Services& services);
+
+// All three, in the order tools/list shows them.
+void register_tools(ToolRegistry& registry, const Services& services);
+
+}  // namespace mcp::tools
