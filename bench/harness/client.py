@@ -79,6 +79,7 @@ class McpServer:
 
     def __post_init__(self) -> None:
         self._buf = bytearray()
+        self._scanned = 0
         self._pending: dict[int, _Pending] = {}
         self._done: dict[int, Response] = {}
         self._next_id = 1
@@ -211,16 +212,18 @@ class McpServer:
                 break
             self._buf += chunk
         start = 0
+        scan = self._scanned  # bytes already known to hold no newline: a long line is not rescanned
         while True:
-            nl = self._buf.find(b"\n", start)
+            nl = self._buf.find(b"\n", scan)
             if nl < 0:
                 break
             line = bytes(self._buf[start:nl])
-            start = nl + 1
+            start = scan = nl + 1
             rid = self._handle_line(line)
             if rid is not None:
                 answered.append(rid)
         del self._buf[:start]
+        self._scanned = len(self._buf)
         if self._eof and not answered:
             raise ServerExited(self._exit_text())
         return answered

@@ -2,6 +2,7 @@
 
 import json
 import sys
+import time
 
 
 def send(msg, end="\n"):
@@ -47,6 +48,15 @@ def main(mode):
         first, second = read(), read()
         send(result_for(second["id"], "second"))
         send(result_for(first["id"], "first", exit_code=1))
+    if mode == "big":
+        call = read()
+        line = json.dumps(result_for(call["id"], "y" * (2 << 20))) + "\n"
+        half = len(line) // 2
+        sys.stdout.write(line[:half])  # a line arriving over several reads
+        sys.stdout.flush()
+        time.sleep(0.05)
+        sys.stdout.write(line[half:] + json.dumps({"jsonrpc": "2.0", "method": "notifications/x"}) + "\n")
+        sys.stdout.flush()
     read()  # stays until the client closes stdin
 
 

@@ -42,6 +42,14 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(tool_outcome(ra)["exit_code"], 1)
         self.assertEqual(tool_outcome(rb)["stdout"], "second")
 
+    def test_a_long_line_split_over_reads_arrives_whole(self):
+        server = self.start("big")
+        server.initialize()
+        resp = server.call_tool("execute_python", {"script": "x"}, timeout=10)
+        self.assertEqual(tool_outcome(resp)["stdout"], "y" * (2 << 20))
+        server.pump(1.0)  # the notification that followed it in the same write
+        self.assertEqual(server.notifications.get("notifications/x"), 1)
+
     def test_non_json_on_stdout_breaks_the_harness(self):
         server = self.start("garbage")
         with self.assertRaisesRegex(HarnessError, "not JSON"):
