@@ -74,11 +74,16 @@ const PACKAGES = [
   })),
 ];
 
-function tempDir(prefix) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+function tempDir(prefix, parent = os.tmpdir()) {
+  fs.mkdirSync(parent, { recursive: true });
+  const dir = fs.mkdtempSync(path.join(parent, prefix));
   fs.chmodSync(dir, 0o755);  // the installer runs unprivileged when the server is root
   return dir;
 }
+
+// Caches live where the default does (~/.cache; /root is 0700 when the tests run as root), not in
+// /tmp, which every run replaces with its own.
+const cacheDir = () => tempDir('mpes-e2e-cache-', path.join(os.homedir(), '.cache'));
 
 function writePackages(dir) {
   execFileSync(PYTHON, ['-I', '-c', WRITER, dir, JSON.stringify(PACKAGES)]);
@@ -130,7 +135,7 @@ const PENDING = { todo: 'engine does not yet resolve dependencies through engine
 describe('dependencies (offline, --find-links)', () => {
   let cache, conn;
   before(async () => {
-    cache = tempDir('mpes-e2e-cache-');
+    cache = cacheDir();
     conn = await connect(serverArgs(cache));
   });
   after(async () => {
@@ -220,7 +225,7 @@ describe('dependencies (offline, --find-links)', () => {
 
 describe('a killed install', () => {
   test('leaves no environment a later call could use', PENDING, async () => {
-    const cache = tempDir('mpes-e2e-cache-');
+    const cache = cacheDir();
     try {
       const first = await connect(serverArgs(cache));
       // mpes_hang's build backend sleeps for two minutes: the install is in progress until killed.
@@ -250,7 +255,7 @@ describe('a killed install', () => {
 
 describe('the environment cache bound', () => {
   test('--env-cache-max-mb evicts least recently used environments', PENDING, async () => {
-    const cache = tempDir('mpes-e2e-cache-');
+    const cache = cacheDir();
     const conn = await connect(serverArgs(cache, ['--env-cache-max-mb', '1', '--max-zygotes', '1']));
     try {
       for (const x of ['a', 'b', 'c']) {
@@ -279,7 +284,7 @@ try {
 
 describe('uv installer', { skip: uvFound ? false : 'SKIPPED: uv is not installed on this machine' }, () => {
   test('installs offline from --find-links with uv', async () => {
-    const cache = tempDir('mpes-e2e-cache-');
+    const cache = cacheDir();
     const conn = await connect(serverArgs(cache));
     try {
       const { text, sc } = await run(conn.client, 'import mpes_chain\nprint(mpes_chain.LEAF)\n', ['mpes_chain', 'mpes-leaf==1.0']);
