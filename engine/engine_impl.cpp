@@ -28,6 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/engine.h"
+#include "engine/interpreter_cache.h"
 #include "engine/interpreters.h"
 #include "engine/output_capture.h"
 #include "engine/script_metadata.h"
@@ -156,6 +157,7 @@ class Core : public std::enable_shared_from_this<Core> {
   enum class Setup { not_started, running, done };
 
   void ensure_setup();
+  void start_discovery();
   void after_setup();
   void pump();
   std::shared_ptr<ZygoteProcess> zygote_for(const Interpreter& interpreter);
@@ -187,6 +189,8 @@ class Core : public std::enable_shared_from_this<Core> {
   std::optional<Interpreter> default_interpreter_;
   std::string discovery_error_;
   std::optional<Interpreter> quick_default_;  // Debian's python3, probed before the discovery
+  bool discovery_started_ = false;
+  std::string discovery_after_;  // the discovery starts once this zygote is up (or failed)
   bool cgroups_ready_ = false;
   sandbox::CgroupSetup cgroups_;
   std::optional<sandbox::ProbeResult> probe_;
@@ -241,13 +245,21 @@ void Core::ensure_setup() {
   // First, fast: cgroups and, when the default interpreter will do, Debian's python3 alone, so
   // the default zygote starts warming before the full discovery (which probes every
   // interpreter on the host) is done.
-  asio::post(pool_, [this, weak, tag, want_cgroups, quick] {
+  const std::string cache_dir = engine_cache_dir(config_.cache_dir);
+  const std::string cache_file = cache_dir.empty() ? "" : cache_dir + "/interpreters.json";
+  asio::post(pool_, [this, weak, tag, want_cgroups, quick, cache_file] {
     sandbox::CgroupSetup cgroups;
     if (want_cgroups) cgroups = sandbox::prepare_cgroups(tag);
     std::optional<Interpreter> system;
-    if (quick && ::access("/usr/bin/python3", X_OK) == 0) {
-      std::string error;
-      system = probe_interpreter("/usr/bin/python3", &error);
+    const char* candidate = "/usr/bin/python3";
+    if (quick && ::access(candidate, X_OK) == 0) {
+      // Remembered from an earlier start while the interpreter is unchanged; else probed.
+      system = load_cached_interpreter(cache_file, candidate);
+      if (!system) {
+        std::string error;
+        system = probe_interpreter(candidate, &error);
+        if (system) store_cached_interpreter(cache_file, candidate, *system);
+      }
       if (system && (!system->shared() || system->prefix != system->base_prefix)) system.reset();
     }
     asio::post(io_, [weak, cgroups, system] {
@@ -256,10 +268,23 @@ void Core::ensure_setup() {
       self->cgroups_ = cgroups;
       self->cgroups_ready_ = true;
       self->quick_default_ = system;
-      if (self->warm_ && system && !self->shutting_down_) self->zygote_for(*system);
+      if (self->warm_ && system && !self->shutting_down_) {
+        // The full discovery waits for this zygote: both at once would compete for the CPU.
+        self->discovery_after_ = system->executable;
+        self->zygote_for(*system);
+      } else {
+        self->start_discovery();
+      }
       self->pump();
     });
   });
+}
+
+void Core::start_discovery() {
+  if (discovery_started_) return;
+  discovery_started_ = true;
+  discovery_after_.clear();
+  std::weak_ptr<Core> weak = weak_from_this();
   DiscoveryOptions options;
   options.uv_path = config_.uv_path;
   asio::post(pool_, [this, weak, options] {
@@ -383,6 +408,7 @@ void Core::evict_idle_zygotes() {
 }
 
 void Core::on_zygote_state(const std::string& key, ZygoteProcess::State state, const std::string& reason) {
+  if (!discovery_started_ && key == discovery_after_) start_discovery();
   if (state == ZygoteProcess::State::failed) {
     spdlog::error("{}", reason);
     pump();  // fails the runs waiting for it
@@ -411,6 +437,7 @@ void Core::pump() {
       bool wait = false;
       run->interpreter = resolve(run->request.python_version, error, wait);
       if (wait) {
+        start_discovery();
         ++it;
         continue;
       }
@@ -821,6 +848,7 @@ void Core::environment_report(std::function<void(nlohmann::json)> done) {
   if (probe_running_) return;
   probe_running_ = true;
   ensure_setup();
+  start_discovery();
   std::weak_ptr<Core> weak = weak_from_this();
   const auto policy = config_.policy;
   asio::post(pool_, [this, weak, policy] {

@@ -291,12 +291,13 @@ int Zygote::start() {
   ready.rss_bytes = own_rss_bytes();
   ready.tasks = static_cast<std::uint32_t>(count_tasks());
   ready.warnings = warnings;
+  // The first run's child starts preparing before READY, so the first run finds it (nearly) done.
+  if (spares_wanted_ > 0 && !create_spare()) log(spare_error_);
   if (const int err = z::send_message(z::kControlFd, ready); err != 0) {
     log(std::string("cannot send READY: ") + std::strerror(err));
     return 1;
   }
 
-  if (spares_wanted_ > 0 && !create_spare()) log(spare_error_);
   pollfd fds[2] = {{z::kControlFd, POLLIN, 0}, {signal_fd_.get(), POLLIN, 0}};
   while (!stopping_) {
     if (::poll(fds, 2, -1) < 0) {
