@@ -39,6 +39,7 @@
 #include "engine/zygote_protocol.h"
 #include "python_stubs/mpes_python_stubs.h"
 #include "sandbox/child_setup.h"
+#include "sandbox/mounts.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/setup_error.h"
@@ -253,8 +254,9 @@ int Zygote::start() {
   }
   prepare_fn_ = py_.main_function("_mpes_prepare");
   run_fn_ = py_.main_function("_mpes_run");
-  if (prepare_fn_ == nullptr || run_fn_ == nullptr) {
-    log("the runner stub does not define _mpes_prepare/_mpes_run");
+  void* ready_fn = py_.main_function("_mpes_zygote_ready");
+  if (prepare_fn_ == nullptr || run_fn_ == nullptr || ready_fn == nullptr) {
+    log("the runner stub does not define _mpes_zygote_ready/_mpes_prepare/_mpes_run");
     return 3;
   }
   std::string warnings;
@@ -262,6 +264,11 @@ int Zygote::start() {
   for (ssize_t n; (n = ::read(report_rd.get(), buf, sizeof buf)) > 0;) warnings.append(buf, static_cast<std::size_t>(n));
   report_rd.reset();
   if (!warnings.empty()) log(warnings);
+  // Last Python the zygote runs: the state every run starts from, then gc.freeze().
+  if (!py_.call(ready_fn)) {
+    log("the runner's zygote preparation failed (traceback above)");
+    return 3;
+  }
 
   if (options_.isolate) {
     try {
@@ -656,6 +663,9 @@ int main(int argc, char** argv) {
   ::setenv("MPES_RUN_PATH", options.run_path.c_str(), 1);
   ::setenv("MPES_SYS_PATH", options.sys_path.c_str(), 1);
   ::setenv("MPES_PREFIX", options.prefix.c_str(), 1);
+  // Sandboxed runs all work in the same place (their own tmpfs on it); unsandboxed ones each
+  // get a temporary directory.
+  ::setenv("MPES_WORK_DIR", options.isolate ? sandbox::kRunWorkDir : "", 1);
   try {
     Zygote zygote(options, engine::LibPython::load(options.libpython));
     return zygote.start();

@@ -8,7 +8,8 @@ import sys
 def _mpes_boot():
     env = os.environ
     cfg = {k: env.pop(k, "") for k in ("MPES_EXECUTABLE", "MPES_PRELOAD", "MPES_RUN_PATH",
-                                       "MPES_REPORT_FD", "MPES_SYS_PATH", "MPES_PREFIX")}
+                                       "MPES_REPORT_FD", "MPES_SYS_PATH", "MPES_PREFIX",
+                                       "MPES_WORK_DIR")}
     # The zygote never writes bytecode into the interpreter's (read-only) tree; runs may.
     sys.dont_write_bytecode = True
     if cfg["MPES_EXECUTABLE"]:
@@ -21,8 +22,9 @@ def _mpes_boot():
         sys.path[:] = [p for p in cfg["MPES_SYS_PATH"].split("\n") if p]
     if cfg["MPES_PREFIX"]:
         sys.prefix = sys.exec_prefix = cfg["MPES_PREFIX"]
-    global _MPES_RUN_PATH
+    global _MPES_RUN_PATH, _MPES_WORK_DIR
     _MPES_RUN_PATH = cfg["MPES_RUN_PATH"] or "/usr/local/bin:/usr/bin:/bin"
+    _MPES_WORK_DIR = cfg["MPES_WORK_DIR"]  # the runs' work dir when it is the same for all
 
     warnings = []
     for name in filter(None, cfg["MPES_PRELOAD"].split(",")):
@@ -61,11 +63,6 @@ def _mpes_boot():
     import atexit, builtins, importlib.util, io, linecache, tokenize, traceback, types  # noqa: F401,E401
 
     os.register_at_fork(after_in_child=_mpes_reseed_after_fork)
-    import gc
-    gc.collect()
-    # Objects of the warm interpreter move to the permanent generation: collections in the
-    # children never touch (and so never copy) their pages.
-    gc.freeze()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -82,7 +79,8 @@ _mpes_zygote = True
 
 def _mpes_reseed_after_fork():
     # CPython reseeds `random` itself; numpy's legacy global generator must be reseeded too, or
-    # every run would draw the same numbers. Only for the fork out of the zygote.
+    # every run would draw the same numbers. Only for the fork out of the zygote (a run's own
+    # forks keep numpy's usual behaviour).
     if not _mpes_zygote:
         return
     np_random = sys.modules.get("numpy.random")

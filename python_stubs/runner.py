@@ -2,42 +2,57 @@
 # of its run, _mpes_run() once the run has arrived and the sandbox is locked down.
 
 
-def _mpes_prepare():
-    # Before the run arrives (in a child forked ahead of it, cwd = the fresh work dir, the C
-    # environment already set by the zygote): all that does not depend on the script.
-    # Page faults are what a run costs (copy-on-write of the zygote's pages), so this touches as
-    # little as it can.
+def _mpes_zygote_ready():
+    # Once, in the zygote, after boot: the interpreter is put in the state every run starts
+    # from (environment, streams, argv, path, a pristine __main__), so that a run's child does
+    # not redo it. Page faults are what a run costs (copy-on-write of the zygote's pages), and
+    # what is done here once is not paid per run. The zygote itself runs no Python afterwards.
     import builtins
+    import gc
     import os
     import sys
     import types
 
-    global _mpes_zygote, _MPES_MAIN
-    _mpes_zygote = False
-
-    # os.environ mirrors the C environment the zygote set for the run (PATH, HOME, TMPDIR,
-    # LANG, PYTHONIOENCODING, MPLBACKEND); rebuilt directly, without a putenv per variable.
-    work = os.getcwd()
+    global _MPES_MAIN
+    work = _MPES_WORK_DIR or "/"
     env = os.environ
     env._data = {env.encodekey(key): env.encodevalue(value) for key, value in (
         ("PATH", _MPES_RUN_PATH), ("HOME", work), ("TMPDIR", work), ("LANG", "C.UTF-8"),
         ("PYTHONIOENCODING", "utf-8"), ("MPLBACKEND", "Agg"))}
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
-        tempfile.tempdir = None  # computed again from the new TMPDIR
-    sys.dont_write_bytecode = False
-
+        tempfile.tempdir = None  # computed again from TMPDIR
     sys.stdin, sys.stdout, sys.stderr = _MPES_STREAMS
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = _MPES_STREAMS
-
     main = types.ModuleType("__main__")
-    # The script as a path that exists for this run's processes: multiprocessing's spawn and
-    # forkserver start fresh interpreters that re-import __main__ from its file.
-    main.__file__ = f"/proc/{os.getpid()}/fd/3"
     main.__builtins__ = builtins
     _MPES_MAIN = main
     sys.argv = ["script.py"]
     sys.path.insert(0, work)
+
+    gc.collect()
+    # Objects of the warm interpreter move to the permanent generation: collections in the
+    # children never touch (and so never copy) their pages.
+    gc.freeze()
+
+
+def _mpes_prepare():
+    # In a run's child forked ahead of its run (cwd = the fresh work dir; the zygote set the C
+    # environment): what depends on this process, then a rehearsal.
+    import os
+    import sys
+
+    global _mpes_zygote
+    _mpes_zygote = False
+    sys.dont_write_bytecode = False
+    work = os.getcwd()
+    if work != _MPES_WORK_DIR:  # unsandboxed runs each get their own temporary directory
+        env = os.environ
+        env._data[env.encodekey("HOME")] = env._data[env.encodekey("TMPDIR")] = env.encodevalue(work)
+        sys.path[0] = work
+    # The script as a path that exists for this run's processes: multiprocessing's spawn and
+    # forkserver start fresh interpreters that re-import __main__ from its file.
+    _MPES_MAIN.__file__ = f"/proc/{os.getpid()}/fd/3"
 
     # What every run does (decode and compile a script) once now, on a one-line script: the
     # allocator's pages shared with the zygote get their copy-on-write copies here rather than
