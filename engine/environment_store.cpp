@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <system_error>
@@ -201,6 +200,35 @@ void seal_tree(const std::string& root) {
   if (ec) throw StoreError("cannot walk " + root + ": " + ec.message());
 }
 
+// Small whole-file reads and writes with close-on-exec fds (iostreams cannot promise that).
+std::optional<std::string> read_small_file(const std::string& path) {
+  deps::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) return text;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > (16u << 20)) return std::nullopt;  // not ours: metadata is small
+  }
+}
+
+void write_small_file(const std::string& path, const std::string& text) {
+  deps::Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) throw StoreError("cannot write " + path + ": " + errno_text(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw StoreError("cannot write " + path + ": " + errno_text(errno));
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0) throw StoreError("cannot write " + path + ": " + errno_text(errno));
+}
+
 bool is_key(std::string_view name) {
   return name.size() == 64 &&
          std::all_of(name.begin(), name.end(), [](char c) {
@@ -282,9 +310,9 @@ deps::Fd EnvironmentStore::lock_key(const std::string& key, LockKind kind, int o
 
 std::optional<StoredEnv> EnvironmentStore::load(const std::string& key) const {
   const std::string root = root_of(key);
-  std::ifstream in(root + "/mpes-env.json");
-  if (!in) return std::nullopt;
-  nlohmann::json meta = nlohmann::json::parse(in, nullptr, false);
+  auto text = read_small_file(root + "/mpes-env.json");
+  if (!text) return std::nullopt;
+  nlohmann::json meta = nlohmann::json::parse(*text, nullptr, false);
   if (meta.is_discarded() || !meta.is_object()) return std::nullopt;
   StoredEnv env;
   env.key = key;
@@ -334,12 +362,7 @@ StoredEnv EnvironmentStore::get_or_build(const std::string& key, const nlohmann:
                            {"description", description},
                            {"import_names", imports},
                            {"size_bytes", disk_usage(tmp)}};
-    {
-      std::ofstream out(tmp + "/mpes-env.json");
-      out << meta.dump(2) << '\n';
-      out.close();
-      if (!out) throw StoreError("cannot write " + tmp + "/mpes-env.json");
-    }
+    write_small_file(tmp + "/mpes-env.json", meta.dump(2) + "\n");
     if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, root.c_str(), RENAME_NOREPLACE) != 0) {
       throw StoreError("cannot move the new environment into place at " + root + ": " +
                        errno_text(errno));

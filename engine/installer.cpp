@@ -244,7 +244,21 @@ ProcessResult run_process(const ProcessSpec& spec,
     child_fail(rfd, kStepExec, errno);
   }
 
-  // Parent.
+  // Parent. Whatever happens from here on (even an exception), the child is killed and reaped.
+  struct Reaper {
+    pid_t pid;
+    KillSwitch* ks;
+    bool reaped = false;
+    ~Reaper() {
+      if (ks != nullptr) ks->detach();
+      if (reaped) return;
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  } reaper{pid, kill_switch};
   if (kill_switch != nullptr) kill_switch->attach(pid);
   out.write = Fd();
   err.write = Fd();
@@ -315,19 +329,37 @@ ProcessResult run_process(const ProcessSpec& spec,
   sinks[0].finish();
   sinks[1].finish();
 
+  if (!exited && pidfd && !result.timed_out) {
+    // Both pipes closed but the process is still there: give it the rest of its time.
+    int wait_ms = -1;
+    if (spec.timeout_ms > 0) {
+      auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now() - start).count();
+      wait_ms = static_cast<int>(std::max<std::int64_t>(spec.timeout_ms - elapsed, 0));
+    }
+    pollfd p{pidfd.get(), POLLIN, 0};
+    int rc;
+    do {
+      rc = ::poll(&p, 1, wait_ms);
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0) result.timed_out = true;
+  }
   if (kill_switch != nullptr) {
     result.killed = kill_switch->killed();
     kill_switch->detach();
+    reaper.ks = nullptr;
   }
-  if (result.timed_out || result.killed || !exited) {
+  if (result.timed_out || result.killed) {
     // Whatever still runs in its group goes with it (the pgid is still ours: not reaped yet).
-    if (result.timed_out || result.killed) ::kill(-pid, SIGKILL);
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
   }
   int status = 0;
   pid_t waited;
   do {
     waited = ::waitpid(pid, &status, 0);
   } while (waited < 0 && errno == EINTR);
+  reaper.reaped = true;
   if (waited == pid) {
     if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);

@@ -154,7 +154,14 @@ TEST_CASE("run_process kills on timeout and on a kill switch, and reaps", "[inst
   CHECK(r.out == "started\n");
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 
+  // Closing its output does not take it off the clock.
+  spec.argv = {"/bin/sh", "-c", "exec >&- 2>&-; sleep 30"};
+  auto closed = engine::deps::run_process(spec);
+  CHECK(closed.timed_out);
+  CHECK(closed.term_signal == SIGKILL);
+
   engine::deps::KillSwitch ks;
+  spec.argv = {"/bin/sh", "-c", "echo started; sleep 30 & sleep 30"};
   spec.timeout_ms = 0;
   std::thread killer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
