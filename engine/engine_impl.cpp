@@ -352,11 +352,6 @@ std::optional<Interpreter> Core::resolve(const std::optional<std::string>& versi
       return std::nullopt;
     }
   }
-  if (!in->shared()) {
-    error = "Python " + in->version + " at " + in->executable +
-            " is a static build without a shared libpython, which this server needs to run it";
-    return std::nullopt;
-  }
   return in;
 }
 
@@ -691,7 +686,8 @@ void Core::finish(const std::shared_ptr<Run>& run) {
   result.stdout_stream = run->out_capture.finish();
   result.stderr_stream = run->err_capture.finish();
   result.sandbox = sandbox_label();
-  result.execution_path = "zygote";
+  // A static interpreter (no shared libpython) cannot be embedded: a fresh one runs each script.
+  result.execution_path = run->interpreter && !run->interpreter->shared() ? "spawn" : "zygote";
   if (run->interpreter) result.python_version = run->interpreter->version;
   if (run->zygote && !run->zygote->python_version().empty()) result.python_version = run->zygote->python_version();
   const auto end = run->exited ? run->ended_at
@@ -771,7 +767,8 @@ void Core::environment_report(std::function<void(nlohmann::json)> done) {
     nlohmann::json report;
     report["backend"] = sandbox_label();
     report["network"] = config_.policy.network ? "on" : "off";
-    report["execution_path"] = "zygote";
+    report["execution_path"] =
+        default_interpreter_ && !default_interpreter_->shared() ? "spawn (static interpreter)" : "zygote";
     report["max_concurrent_runs"] = max_concurrent_;
     report["runs_in_flight"] = active_.size();
     report["runs_queued"] = pending_.size();
@@ -791,6 +788,7 @@ void Core::environment_report(std::function<void(nlohmann::json)> done) {
       const bool warm = it != zygotes_.end() && it->second->state() == ZygoteProcess::State::ready;
       interpreters.push_back({{"version", in.version}, {"executable", in.executable},
                               {"source", in.source}, {"shared", in.shared()},
+                              {"execution_path", in.shared() ? "zygote" : "spawn"},
                               {"libpython", in.libpython}, {"warm", warm},
                               {"default", default_interpreter_ && default_interpreter_->executable == in.executable}});
     }

@@ -56,6 +56,7 @@ constexpr int kSetupFailedExit = 125;
 
 struct Options {
   std::string libpython;
+  std::string spawn_executable;  // no shared libpython: each run execs this interpreter
   std::string home;        // PYTHONHOME: the interpreter's prefix
   std::string executable;  // sys.executable for scripts
   std::string run_path;    // $PATH of runs
@@ -76,7 +77,7 @@ void log(const std::string& text) {
 
 [[noreturn]] void usage(const std::string& problem) {
   log(problem);
-  log("usage: mcp-python-exec-sandbox-zygote --libpython PATH --home PREFIX [--executable PATH] "
+  log("usage: mcp-python-exec-sandbox-zygote (--libpython PATH | --spawn-executable PATH) --home PREFIX [--executable PATH] "
       "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--backend native|none] [--network on|off] "
       "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
       "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
@@ -99,6 +100,7 @@ Options parse_options(int argc, char** argv) {
     if (i + 1 >= argc) usage("missing value for " + flag);
     const std::string value = argv[++i];
     if (flag == "--libpython") o.libpython = value;
+    else if (flag == "--spawn-executable") o.spawn_executable = value;
     else if (flag == "--home") o.home = value;
     else if (flag == "--executable") o.executable = value;
     else if (flag == "--run-path") o.run_path = value;
@@ -118,7 +120,9 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--rlimit-processes") o.fallbacks.processes = value != "0";
     else usage("unknown option " + flag);
   }
-  if (o.libpython.empty() || o.home.empty()) usage("--libpython and --home are required");
+  if ((o.libpython.empty() && o.spawn_executable.empty()) || o.home.empty()) {
+    usage("--home and one of --libpython / --spawn-executable are required");
+  }
   return o;
 }
 
@@ -173,7 +177,7 @@ void write_record(const StatusRecord& record) {
 
 class Zygote {
  public:
-  Zygote(Options options, engine::LibPython python)
+  Zygote(Options options, std::optional<engine::LibPython> python)
       : options_(std::move(options)), py_(python) {}
 
   int start();
@@ -195,6 +199,7 @@ class Zygote {
     std::string work_dir;  // none backend
   };
 
+  bool boot_interpreter(int report_fd, std::string& warnings);
   void handle_control();
   bool create_spare();
   void handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds);
@@ -206,7 +211,7 @@ class Zygote {
   void reap_spare(pid_t pid, int status);
 
   Options options_;
-  engine::LibPython py_;
+  std::optional<engine::LibPython> py_;  // empty on the spawn path
   std::optional<sandbox::SeccompProgram> seccomp_;
   void* prepare_fn_ = nullptr;  // the runner's functions (borrowed references)
   void* run_fn_ = nullptr;
@@ -242,32 +247,13 @@ int Zygote::start() {
   UniqueFd report_rd(report[0]);
   ::setenv("MPES_REPORT_FD", std::to_string(report[1]).c_str(), 1);
 
-  py_.Py_InitializeEx(1);
-  if (!py_.Py_IsInitialized()) {
-    log("the interpreter failed to initialise (PYTHONHOME=" + options_.home + ")");
-    return 3;
-  }
-  if (py_.run(std::string(python_stubs::boot())) != 0 ||
-      py_.run(std::string(python_stubs::runner())) != 0) {
-    log("the boot stub failed (traceback above)");
-    return 3;
-  }
-  prepare_fn_ = py_.main_function("_mpes_prepare");
-  run_fn_ = py_.main_function("_mpes_run");
-  void* ready_fn = py_.main_function("_mpes_zygote_ready");
-  if (prepare_fn_ == nullptr || run_fn_ == nullptr || ready_fn == nullptr) {
-    log("the runner stub does not define _mpes_zygote_ready/_mpes_prepare/_mpes_run");
-    return 3;
-  }
   std::string warnings;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(report_rd.get(), buf, sizeof buf)) > 0;) warnings.append(buf, static_cast<std::size_t>(n));
-  report_rd.reset();
-  if (!warnings.empty()) log(warnings);
-  // Last Python the zygote runs: the state every run starts from, then gc.freeze().
-  if (!py_.call(ready_fn)) {
-    log("the runner's zygote preparation failed (traceback above)");
-    return 3;
+  if (py_) {
+    if (!boot_interpreter(report_rd.get(), warnings)) return 3;
+  } else {
+    report_rd.reset();
+    ::close(report[1]);
+    ::unsetenv("MPES_REPORT_FD");
   }
 
   if (options_.isolate) {
@@ -293,8 +279,10 @@ int Zygote::start() {
   spares_wanted_ = options_.spares;
 
   z::ReadyMessage ready;
-  const std::string version = py_.Py_GetVersion();
-  ready.python_version = version.substr(0, version.find(' '));
+  if (py_) {
+    const std::string version = py_->Py_GetVersion();
+    ready.python_version = version.substr(0, version.find(' '));
+  }
   ready.rss_bytes = own_rss_bytes();
   ready.tasks = static_cast<std::uint32_t>(count_tasks());
   ready.warnings = warnings;
@@ -321,6 +309,37 @@ int Zygote::start() {
     if (!children_.empty() || spare_ || !abandoned_.empty()) ::usleep(1000);
   }
   return 0;
+}
+
+// Initialises the embedded interpreter and warms it: boot stub, preloads, the runner, the state
+// every run starts from, gc.freeze().
+bool Zygote::boot_interpreter(int report_fd, std::string& warnings) {
+  py_->Py_InitializeEx(1);
+  if (!py_->Py_IsInitialized()) {
+    log("the interpreter failed to initialise (PYTHONHOME=" + options_.home + ")");
+    return false;
+  }
+  if (py_->run(std::string(python_stubs::boot())) != 0 ||
+      py_->run(std::string(python_stubs::runner())) != 0) {
+    log("the boot stub failed (traceback above)");
+    return false;
+  }
+  prepare_fn_ = py_->main_function("_mpes_prepare");
+  run_fn_ = py_->main_function("_mpes_run");
+  void* ready_fn = py_->main_function("_mpes_zygote_ready");
+  if (prepare_fn_ == nullptr || run_fn_ == nullptr || ready_fn == nullptr) {
+    log("the runner stub does not define _mpes_zygote_ready/_mpes_prepare/_mpes_run");
+    return false;
+  }
+  char buf[4096];
+  for (ssize_t n; (n = ::read(report_fd, buf, sizeof buf)) > 0;) warnings.append(buf, static_cast<std::size_t>(n));
+  if (!warnings.empty()) log(warnings);
+  // Last Python the zygote runs: the state every run starts from, then gc.freeze().
+  if (!py_->call(ready_fn)) {
+    log("the runner's zygote preparation failed (traceback above)");
+    return false;
+  }
+  return true;
 }
 
 void Zygote::handle_control() {
@@ -390,7 +409,7 @@ bool Zygote::create_spare() {
   const int wanted[] = {-1, 2, 2, handoff_child.get(), status_wr.get()};
 
   std::fflush(nullptr);  // nothing buffered may be written twice (the boot stub flushed Python's)
-  py_.PyOS_BeforeFork();
+  if (py_) py_->PyOS_BeforeFork();
   int pidfd = -1;
   const pid_t pid = options_.isolate
                         ? sandbox::clone_into(sandbox::run_namespace_flags(options_.network), &pidfd)
@@ -411,7 +430,7 @@ bool Zygote::create_spare() {
     run_script(spec);
   }
   const int fork_errno = errno;
-  py_.PyOS_AfterFork_Parent();
+  if (py_) py_->PyOS_AfterFork_Parent();
   if (pid < 0) {
     if (!work_dir.empty()) ::rmdir(work_dir.c_str());
     spare_error_ = std::string("cannot fork the run: ") + std::strerror(fork_errno) +
@@ -500,7 +519,7 @@ void Zygote::run_init(const sandbox::ChildSpec& spec) {
 }
 
 void Zygote::run_script(sandbox::ChildSpec spec) {
-  py_.PyOS_AfterFork_Child();  // first: reinitialises the interpreter's locks, reseeds random
+  if (py_) py_->PyOS_AfterFork_Child();  // first: reinitialises the interpreter's locks, reseeds random
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -515,7 +534,13 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
   ::setenv("PYTHONIOENCODING", "utf-8", 1);
   ::setenv("MPLBACKEND", "Agg", 1);
   // Everything that does not depend on the script happens before it arrives.
-  if (!py_.call(prepare_fn_)) setup_failed("the runner's preparation failed (traceback in the log)");
+  if (py_ && !py_->call(prepare_fn_)) setup_failed("the runner's preparation failed (traceback in the log)");
+  // The spawn path's command line, ready before the run arrives.
+  std::string bootstrap;
+  if (!py_) {
+    bootstrap = std::string(python_stubs::spawn()) + "\n" + std::string(python_stubs::runner()) +
+                "\n_mpes_zygote_ready()\n_mpes_prepare()\n_mpes_run()\n";
+  }
 
   z::Received got = z::receive_message_blocking(kHandoffFd);
   const auto* run = std::get_if<z::RunMessage>(&got.message);
@@ -541,8 +566,16 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
     setup_failed(e.what());
   }
   for (int fd : spec.cgroup_join_fds) ::close(fd);
+  if (!py_) {
+    // Spawn path: a fresh interpreter (isolated mode: no user site, no PYTHON* variables) runs
+    // the same runner; the status pipe stays open (close-on-exec) to report a failed exec.
+    ::fcntl(kStatusFd, F_SETFD, FD_CLOEXEC);
+    const char* argv[] = {options_.spawn_executable.c_str(), "-I", "-c", bootstrap.c_str(), nullptr};
+    ::execve(argv[0], const_cast<char* const*>(argv), environ);
+    setup_failed("cannot execute the interpreter (spawn path)");
+  }
   ::close(kStatusFd);
-  py_.call(run_fn_);
+  py_->call(run_fn_);
   ::_exit(1);  // not reached: the runner exits the process itself
 }
 
@@ -667,7 +700,9 @@ int main(int argc, char** argv) {
   // get a temporary directory.
   ::setenv("MPES_WORK_DIR", options.isolate ? sandbox::kRunWorkDir : "", 1);
   try {
-    Zygote zygote(options, engine::LibPython::load(options.libpython));
+    std::optional<engine::LibPython> python;
+    if (options.spawn_executable.empty()) python = engine::LibPython::load(options.libpython);
+    Zygote zygote(options, python);
     return zygote.start();
   } catch (const std::exception& e) {
     log(e.what());

@@ -82,7 +82,9 @@ std::vector<std::string> zygote_arguments(const ZygoteLaunch& launch) {
     const std::string bin = parent_dir(in.executable);
     if (bin != "/usr/bin" && bin != "/usr/local/bin" && bin != "/bin") run_path = bin + ":" + run_path;
   }
-  return {"--libpython", in.libpython,
+  // Without a shared libpython the zygote cannot embed the interpreter: each run execs it.
+  const bool spawn = in.libpython.empty();
+  return {spawn ? "--spawn-executable" : "--libpython", spawn ? in.executable : in.libpython,
           // A venv is not a PYTHONHOME: its base is; the venv's paths come back with sys.path.
           "--home", in.base_prefix.empty() ? in.prefix : in.base_prefix,
           "--executable", in.executable,
@@ -282,11 +284,6 @@ void ZygoteProcess::start(std::function<void(State, const std::string&)> on_stat
 
 void ZygoteProcess::spawn() {
   const bool native = launch_.policy.backend == sandbox::Backend::native;
-  if (launch_.interpreter.libpython.empty()) {
-    throw std::runtime_error("Python " + launch_.interpreter.version + " at " +
-                             launch_.interpreter.executable +
-                             " has no shared libpython, which the zygote needs");
-  }
   if (::access(launch_.zygote_path.c_str(), X_OK) != 0) {
     throw std::runtime_error(errno_text("the zygote binary " + launch_.zygote_path +
                                             " is missing (it is built next to the server)", errno));

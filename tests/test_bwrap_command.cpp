@@ -217,6 +217,17 @@ TEST_CASE("zygote command: interpreter paths outside /usr are bound, /usr ones n
     CHECK(find_seq(cmd.argv, {"--prefix", "/srv/venv"}) >= 0);
     CHECK(find_seq(cmd.argv, {"--ro-bind", "/srv/venv", "/srv/venv"}) >= 0);
   }
+  SECTION("a static interpreter (no shared libpython) takes the spawn path") {
+    launch.interpreter.version = "3.12.1";
+    launch.interpreter.major_minor = "3.12";
+    launch.interpreter.prefix = launch.interpreter.base_prefix = "/opt/py312";
+    launch.interpreter.executable = "/opt/py312/bin/python3.12";
+    launch.interpreter.libpython = "";
+    const auto cmd = engine::describe_zygote_command(launch);
+    CHECK(find_seq(cmd.argv, {"--spawn-executable", "/opt/py312/bin/python3.12"}) >= 0);
+    CHECK_FALSE(has(cmd.argv, "--libpython"));
+    CHECK(find_seq(cmd.argv, {"--ro-bind", "/opt/py312", "/opt/py312"}) >= 0);
+  }
   SECTION("the none backend starts the zygote directly") {
     launch.policy.backend = sandbox::Backend::none;
     launch.interpreter.prefix = "/usr";

@@ -3,7 +3,10 @@
 // without depending on user namespaces. Sandboxed runs are covered by e2e_tests/.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +20,7 @@
 
 #include "engine/asio_headers.h"
 #include "engine/engine.h"
+#include "engine/zygote_process.h"
 
 using namespace std::chrono_literals;
 
@@ -251,4 +255,59 @@ TEST_CASE("engine: a zygote that dies fails its runs as service errors and is re
   const auto now = own_zygotes();
   REQUIRE(now.size() == 1);
   CHECK(now.front() != zygotes.front());
+}
+
+TEST_CASE("spawn path: an interpreter without a shared libpython runs a fresh one per run",
+          "[engine][spawn]") {
+  if (::access("/usr/bin/python3.11", X_OK) != 0) {
+    WARN("skipped: /usr/bin/python3.11 is not on this host");
+    return;
+  }
+  asio::io_context io;
+  engine::ZygoteLaunch launch;
+  launch.interpreter.version = "3.11";
+  launch.interpreter.major_minor = "3.11";
+  launch.interpreter.executable = "/usr/bin/python3.11";
+  launch.interpreter.prefix = launch.interpreter.base_prefix = "/usr";
+  launch.interpreter.libpython = "";  // as for a static build
+  launch.policy.backend = sandbox::Backend::none;
+  launch.zygote_path = (std::filesystem::read_symlink("/proc/self/exe").parent_path() /
+                        "mcp-python-exec-sandbox-zygote").string();
+  auto zygote = std::make_shared<engine::ZygoteProcess>(io, launch);
+  std::optional<engine::ZygoteProcess::State> state;
+  zygote->start([&](engine::ZygoteProcess::State s, const std::string&) { state = s; });
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (!state && std::chrono::steady_clock::now() < until) io.run_for(20ms);
+  REQUIRE(state == engine::ZygoteProcess::State::ready);
+
+  int p_out[2], p_err[2];
+  REQUIRE(::pipe2(p_out, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(p_err, O_CLOEXEC) == 0);
+  const std::string script = "import sys\nprint('spawned', sys.argv)\nsys.exit(5)\n";
+  const int memfd = static_cast<int>(::syscall(SYS_memfd_create, "s", MFD_CLOEXEC));
+  REQUIRE(::write(memfd, script.data(), script.size()) == static_cast<ssize_t>(script.size()));
+  ::lseek(memfd, 0, SEEK_SET);
+  std::optional<int> status;
+  engine::ZygoteProcess::RunCallbacks callbacks;
+  callbacks.started = [](pid_t, sandbox::UniqueFd) {};
+  callbacks.exited = [&](const engine::zygote::ExitedMessage& m) { status = m.wait_status; };
+  callbacks.failed = [&](const std::string& why) { FAIL(why); };
+  REQUIRE(zygote->run(1, 30, {memfd, p_out[1], p_err[1]}, callbacks));
+  ::close(memfd);
+  ::close(p_out[1]);
+  ::close(p_err[1]);
+  while (!status && std::chrono::steady_clock::now() < until) io.run_for(20ms);
+  REQUIRE(status);
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 5);
+  std::string out;
+  char buf[256];
+  for (ssize_t n; (n = ::read(p_out[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  CHECK(out == "spawned ['script.py']\n");
+  ::close(p_out[0]);
+  ::close(p_err[0]);
+  bool reaped = false;
+  zygote->stop([&] { reaped = true; });
+  while (!reaped && std::chrono::steady_clock::now() < until + 10s) io.run_for(20ms);
+  CHECK(reaped);
 }
