@@ -898,8 +898,15 @@ void Core::shutdown(std::function<void()> done) {
     if (--*remaining == 0 && *once) {
       auto d = std::move(*once);
       *once = nullptr;
-      if (cgroups_.version != sandbox::CgroupVersion::none) sandbox::release_cgroups(cgroups_);
-      d();
+      if (cgroups_.version == sandbox::CgroupVersion::none) {
+        d();
+        return;
+      }
+      // After the runs' cgroups (removed on the pool, in order), the server's own.
+      asio::post(pool_, [this, cgroups = cgroups_, d = std::move(d)]() mutable {
+        sandbox::release_cgroups(cgroups);
+        asio::post(io_, std::move(d));
+      });
     }
   };
   for (auto& [key, zygote] : zygotes_) zygote->stop(step);
