@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
+from harness.stats import summarize_ns
 from harness.workloads import Workload
 
 PYTHON = "/usr/bin/python3"
@@ -144,17 +145,60 @@ def run_once(baseline: Baseline, workload: Workload, files: ScriptFiles) -> Call
     return CallResult(t1 - t0, workload.check(stdout, stderr, proc.returncode))
 
 
+class BaselineSeries:
+    """The measured calls of one workload on one baseline, taken in slices like the server's
+    (see server_runs.ServerSeries), under the same time budget."""
+
+    def __init__(self, baseline: Baseline, workload: Workload, files: ScriptFiles, target: int,
+                 budget_s: float = math.inf, min_calls: int = 3):
+        self.baseline = baseline
+        self.workload = workload
+        self.files = files
+        self.target = target
+        self.budget_s = budget_s
+        self.min_calls = min_calls
+        self.calls: list[CallResult] = []
+        self.cut_short = False
+        self._measuring_s = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.cut_short or len(self.calls) >= self.target
+
+    def warm(self) -> None:
+        run_once(self.baseline, self.workload, self.files)  # page cache, script file
+
+    def measure(self, calls: int) -> None:
+        for _ in range(calls):
+            if self.done:
+                return
+            if self._measuring_s > self.budget_s and len(self.calls) >= self.min_calls:
+                self.cut_short = True
+                return
+            t0 = time.monotonic()
+            self.calls.append(run_once(self.baseline, self.workload, self.files))
+            self._measuring_s += time.monotonic() - t0
+
+    def result(self) -> dict:
+        out = summarize(self.calls)
+        out["cut_short_by_budget"] = self.cut_short
+        return out
+
+
+def summarize(calls: list[CallResult]) -> dict:
+    ok = [c.latency_ns for c in calls if c.error is None]
+    errors = [c.error for c in calls if c.error is not None]
+    return {"latency_ms": summarize_ns(ok), "samples_ms": [s / 1e6 for s in ok],
+            "errors": len(errors), "first_error": errors[0] if errors else None}
+
+
 def run_sequential(baseline: Baseline, workload: Workload, files: ScriptFiles, iterations: int,
                    budget_s: float = math.inf, min_calls: int = 3) -> list[CallResult]:
     """Up to `iterations` calls one after another, fewer once `budget_s` seconds have passed
     (but at least `min_calls`)."""
-    out: list[CallResult] = []
-    t0 = time.monotonic()
-    while len(out) < iterations:
-        if time.monotonic() - t0 > budget_s and len(out) >= min_calls:
-            break
-        out.append(run_once(baseline, workload, files))
-    return out
+    series = BaselineSeries(baseline, workload, files, iterations, budget_s, min_calls)
+    series.measure(iterations)
+    return series.calls
 
 
 def run_concurrent(baseline: Baseline, workload: Workload, files: ScriptFiles,

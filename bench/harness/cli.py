@@ -39,6 +39,7 @@ class Plan:
     memory_runs: int
     sleep_seconds: float
     budget_s: float  # per workload and system: measuring stops early past it (min 3 calls)
+    rounds: int      # slices in which the server and the baselines take turns on a workload
 
 
 def _plan(args: argparse.Namespace) -> Plan:
@@ -46,11 +47,12 @@ def _plan(args: argparse.Namespace) -> Plan:
     if args.quick:
         plan = Plan(warmup=2, server_iterations=10, baseline_iterations=3, throughput_requests=32,
                     baseline_throughput_requests=8, cold_starts=2, memory_runs=2, sleep_seconds=1.5,
-                    budget_s=3.0)
+                    budget_s=3.0, rounds=2)
     else:
         plan = Plan(warmup=20, server_iterations=300, baseline_iterations=40,
                     throughput_requests=1000, baseline_throughput_requests=64, cold_starts=10,
-                    memory_runs=max(2, min(8, 2 * cores)), sleep_seconds=3.0, budget_s=60.0)
+                    memory_runs=max(2, min(8, 2 * cores)), sleep_seconds=3.0, budget_s=60.0,
+                    rounds=10)
     if args.warmup is not None:
         plan.warmup = args.warmup
     if args.iterations is not None:
@@ -178,35 +180,31 @@ def run(args: argparse.Namespace) -> int:
     say(f"bench: idle tree RSS {mem['idle']['total_rss_kb'] / 1024:.1f} MiB; extra PSS per "
         f"concurrent run: {_kib_text(mem['concurrent']['extra_pss_kb_per_run'])}")
 
-    for w in SEQUENTIAL:
-        r = server_runs.run_sequential(session, w, plan.warmup, plan.server_iterations, plan.budget_s)
-        results["sequential"][w.key]["systems"]["server"] = r
-        say(f"bench: server {w.title}: {_lat(r['latency_ms'])}"
-            + (f"; {r['errors']} errors, first: {r['first_error'][:300]}" if r["errors"] else ""))
-        if w is PANDAS and r["latency_ms"] is None:
-            fallback = PANDAS_UNDECLARED
-            rf = server_runs.run_sequential(session, fallback, plan.warmup, plan.server_iterations,
-                                            plan.budget_s)
-            results["sequential"][fallback.key] = {"title": fallback.title, "same_as": PANDAS.key,
-                                                   "systems": {"server": rf}}
-            say(f"bench: server {fallback.title}: {_lat(rf['latency_ms'])}"
-                + (f"; {rf['errors']} errors, first: {rf['first_error'][:300]}" if rf["errors"] else ""))
+    baselines: list[bl.Baseline] = [] if args.no_baselines else bl.discover(args.uv_path)
+    results["baselines"] = [{"key": b.key, "title": b.title, "available": b.available,
+                             "unavailable_reason": b.unavailable_reason, "version": b.version}
+                            for b in baselines]
+    for b in baselines:
+        if not b.available:
+            say(f"bench: SKIPPED baseline {b.title}: {b.unavailable_reason}")
+            for w in SEQUENTIAL:
+                results["sequential"][w.key]["systems"][b.key] = {"skipped": b.unavailable_reason}
+    usable = [b for b in baselines if b.available]
 
-    for n in CONCURRENCY_LEVELS:
-        r = server_runs.run_concurrent(session, HELLO, n, max(plan.throughput_requests, n), plan.budget_s)
-        results["throughput"][str(n)]["server"] = r
-        rps = f"{r['runs_per_s']:.0f} runs/s" if r["runs_per_s"] else "no successful runs"
-        say(f"bench: server hello, {n} in flight: {rps}"
-            + (f"; {r['errors']} errors, first: {r['first_error'][:300]}" if r["errors"] else ""))
+    with tempfile.TemporaryDirectory(prefix="mpes-bench-") as tmp:
+        # World-readable so a sandbox started as another uid can still read the scripts.
+        os.chmod(tmp, 0o755)
+        files = bl.ScriptFiles(tmp)
+        for w in SEQUENTIAL:
+            _measure_workload(session, usable, files, w, plan, results)
+        for n in CONCURRENCY_LEVELS:
+            _measure_throughput(session, usable, files, n, plan, results)
 
     mem["after_workloads"] = memory.tree_memory(session.server.proc.pid)
     results["server"]["restarts"] = session.restarts
     exit_info = session.close()
     results["server"]["shutdown"] = {"status": exit_info.status, "seconds": exit_info.seconds_to_exit,
                                      "killed": exit_info.killed}
-
-    if not args.no_baselines:
-        _run_baselines(args, plan, results)
 
     results["machine"]["load_average_end"] = machine.load_average()
     results["targets"] = report.evaluate_targets(results)
@@ -227,51 +225,82 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_baselines(args: argparse.Namespace, plan: Plan, results: dict) -> None:
-    found = bl.discover(args.uv_path)
-    results["baselines"] = [{"key": b.key, "title": b.title, "available": b.available,
-                             "unavailable_reason": b.unavailable_reason, "version": b.version}
-                            for b in found]
-    with tempfile.TemporaryDirectory(prefix="mpes-bench-") as tmp:
-        # World-readable so a sandbox started as another uid can still read the scripts.
-        os.chmod(tmp, 0o755)
-        files = bl.ScriptFiles(tmp)
-        for b in found:
-            if not b.available:
-                say(f"bench: SKIPPED baseline {b.title}: {b.unavailable_reason}")
-                for w in SEQUENTIAL:
-                    results["sequential"][w.key]["systems"][b.key] = {"skipped": b.unavailable_reason}
-                continue
-            for w in SEQUENTIAL:
-                n = plan.baseline_iterations
-                if w is PANDAS:
-                    n = max(2, n // 3)  # each call pays the cold imports
-                bl.run_once(b, w, files)  # one unmeasured call: page cache, script file
-                calls = bl.run_sequential(b, w, files, n, plan.budget_s)
-                r = _baseline_summary(calls)
-                results["sequential"][w.key]["systems"][b.key] = r
-                if w is PANDAS and b.key != "uv" and PANDAS_UNDECLARED.key in results["sequential"]:
-                    # Identical work for a baseline: `dependencies` only matters to uv.
-                    results["sequential"][PANDAS_UNDECLARED.key]["systems"][b.key] = r
-                say(f"bench: {b.title} {w.title}: {_lat(r['latency_ms'])}"
-                    + (f"; {r['errors']} errors, first: {r['first_error'][:300]}" if r["errors"] else ""))
-            for level in CONCURRENCY_LEVELS:
-                total = max(plan.baseline_throughput_requests, level)
-                calls, seconds = bl.run_concurrent(b, HELLO, files, level, total, plan.budget_s)
-                r = _baseline_summary(calls)
-                ok = r["latency_ms"]["n"] if r["latency_ms"] else 0
-                r.update({"in_flight": level, "requests": len(calls), "completed": ok, "seconds": seconds,
-                          "runs_per_s": ok / seconds if ok and seconds > 0 else None})
-                results["throughput"][str(level)][b.key] = r
-                rps = f"{r['runs_per_s']:.0f} runs/s" if r["runs_per_s"] else "no successful runs"
-                say(f"bench: {b.title} hello, {level} in flight: {rps}")
+def _errors_text(r: dict) -> str:
+    return f"; {r['errors']} errors, first: {r['first_error'][:300]}" if r.get("errors") else ""
 
 
-def _baseline_summary(calls: list[bl.CallResult]) -> dict:
-    ok = [c.latency_ns for c in calls if c.error is None]
-    errors = [c.error for c in calls if c.error is not None]
-    return {"latency_ms": summarize_ns(ok), "samples_ms": [s / 1e6 for s in ok],
-            "errors": len(errors), "first_error": errors[0] if errors else None}
+def _measure_workload(session: server_runs.Session, baselines: list[bl.Baseline],
+                      files: bl.ScriptFiles, w, plan: Plan, results: dict) -> None:
+    """The server and every baseline on one workload, interleaved in rounds so that all of them
+    are measured under the same load from the rest of the machine."""
+    systems = results["sequential"][w.key]["systems"]
+    srv = server_runs.ServerSeries(session, w, plan.server_iterations, plan.budget_s)
+    srv.warm(plan.warmup)
+    fallback = None
+    if w is PANDAS and srv.errors and not srv.ok_calls:
+        # The server refuses the declared form: measure the same script undeclared instead.
+        systems["server"] = srv.result()
+        say(f"bench: server {w.title}: no successful runs{_errors_text(systems['server'])}")
+        fallback = PANDAS_UNDECLARED
+        srv = server_runs.ServerSeries(session, fallback, plan.server_iterations, plan.budget_s)
+        srv.warm(plan.warmup)
+    n_base = plan.baseline_iterations if w is not PANDAS else max(2, plan.baseline_iterations // 3)
+    series = [bl.BaselineSeries(b, w, files, n_base, plan.budget_s) for b in baselines]
+    for s in series:
+        s.warm()
+    for left in range(plan.rounds, 0, -1):
+        srv.measure(_slice(srv.target - len(srv.samples), left))
+        for s in series:
+            s.measure(_slice(s.target - len(s.calls), left))
+    srv.measure(srv.target - len(srv.samples))  # what failed calls left short, budget permitting
+
+    r = srv.result()
+    if fallback is None:
+        systems["server"] = r
+    else:
+        entry = {"title": fallback.title, "same_as": w.key, "systems": {"server": r}}
+        ordered: dict = {}
+        for key, value in results["sequential"].items():  # right below the declared form
+            ordered[key] = value
+            if key == w.key:
+                ordered[fallback.key] = entry
+        results["sequential"] = ordered
+    say(f"bench: server {(fallback or w).title}: {_lat(r['latency_ms'])}{_errors_text(r)}")
+    for s in series:
+        rb = s.result()
+        systems[s.baseline.key] = rb
+        if fallback is not None and s.baseline.key != "uv":
+            # Identical work for a baseline: `dependencies` only matters to uv.
+            results["sequential"][fallback.key]["systems"][s.baseline.key] = rb
+        say(f"bench: {s.baseline.title} {w.title}: {_lat(rb['latency_ms'])}{_errors_text(rb)}")
+
+
+def _slice(remaining: int, rounds_left: int) -> int:
+    return max(0, -(-remaining // rounds_left))  # ceil: the last round takes the rest
+
+
+def _measure_throughput(session: server_runs.Session, baselines: list[bl.Baseline],
+                        files: bl.ScriptFiles, level: int, plan: Plan, results: dict) -> None:
+    """hello with `level` requests in flight: on the server's one connection, then as `level`
+    processes at a time for each baseline, back to back."""
+    out = results["throughput"][str(level)]
+    r = server_runs.run_concurrent(session, HELLO, level, max(plan.throughput_requests, level),
+                                   plan.budget_s)
+    out["server"] = r
+    say(f"bench: server hello, {level} in flight: {_rps(r)}{_errors_text(r)}")
+    for b in baselines:
+        total = max(plan.baseline_throughput_requests, level)
+        calls, seconds = bl.run_concurrent(b, HELLO, files, level, total, plan.budget_s)
+        rb = bl.summarize(calls)
+        ok = rb["latency_ms"]["n"] if rb["latency_ms"] else 0
+        rb.update({"in_flight": level, "requests": len(calls), "completed": ok, "seconds": seconds,
+                   "runs_per_s": ok / seconds if ok and seconds > 0 else None})
+        out[b.key] = rb
+        say(f"bench: {b.title} hello, {level} in flight: {_rps(rb)}{_errors_text(rb)}")
+
+
+def _rps(r: dict) -> str:
+    return f"{r['runs_per_s']:.0f} runs/s" if r.get("runs_per_s") else "no successful runs"
 
 
 def _summary_s(values: list[float]):

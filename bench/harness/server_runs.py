@@ -87,56 +87,87 @@ def _run_facts(out: dict) -> dict:
     return {k: sc[k] for k in ("sandbox", "python_version", "execution_path") if k in sc}
 
 
-def run_sequential(session: Session, workload: Workload, warmup: int, iterations: int,
-                   budget_s: float = math.inf) -> dict:
-    """One request at a time; latency of each, after `warmup` calls that are not counted.
-    Past `budget_s` seconds of measuring (and at least MIN_SAMPLES samples) it stops early, so a
-    slow server or workload cannot stretch the run without bound."""
-    samples: list[int] = []
-    reported: list[int] = []  # the server's own duration_ms: the run without the protocol
-    errors: list[str] = []
-    facts: dict = {}
+class ServerSeries:
+    """The measured calls of one workload on the server, one request at a time, taken in as
+    many slices as the caller likes (so baselines can run in between, under the same load).
+    Past `budget_s` seconds of measuring (with at least MIN_SAMPLES samples) it stops, so a slow
+    server or workload cannot stretch the run without bound."""
 
-    def one(measured: bool) -> bool:
-        """False when the workload is given up on."""
-        nonlocal facts
-        resp, err, out = _call(session, workload)
+    def __init__(self, session: Session, workload: Workload, target: int,
+                 budget_s: float = math.inf):
+        self.session = session
+        self.workload = workload
+        self.target = target
+        self.budget_s = budget_s
+        self.samples: list[int] = []
+        self.reported: list[int] = []  # the server's own duration_ms: the run without the protocol
+        self.errors: list[str] = []
+        self.ok_calls = 0
+        self.facts: dict = {}
+        self.given_up = False
+        self.cut_short = False
+        self._measuring_s = 0.0
+        self._attempts = 0  # measured calls, failed ones included
+
+    @property
+    def done(self) -> bool:
+        return self.given_up or self.cut_short or len(self.samples) >= self.target
+
+    def _one(self, measured: bool) -> None:
+        resp, err, out = _call(self.session, self.workload)
         if err is not None:
-            errors.append(err)
-            if len(errors) >= _GIVE_UP_AFTER and not samples and len(set(errors)) == 1:
-                errors.append(f"gave up after {len(errors)} identical failures")
-                return False
-            return True
-        if not facts:
-            facts = _run_facts(out)
+            self.errors.append(err)
+            if (len(self.errors) >= _GIVE_UP_AFTER and not self.ok_calls
+                    and len(set(self.errors)) == 1):
+                self.given_up = True
+            return
+        self.ok_calls += 1
+        if not self.facts:
+            self.facts = _run_facts(out)
         if measured and resp is not None:
-            samples.append(resp.latency_ns)
+            self.samples.append(resp.latency_ns)
             duration = (out.get("structured") or {}).get("duration_ms")
             if isinstance(duration, (int, float)):
-                reported.append(int(duration * 1e6))
-        return True
+                self.reported.append(int(duration * 1e6))
 
-    going = True
-    t0 = time.monotonic()
-    for i in range(warmup):
-        # The first call may build an environment; later warm-ups are cut when the budget is short.
-        if i > 0 and time.monotonic() - t0 > budget_s / 2:
-            break
-        going = one(False)
-        if not going:
-            break
-    cut_short = False
-    t0 = time.monotonic()
-    for _ in range(iterations if going else 0):
-        if time.monotonic() - t0 > budget_s and len(samples) >= MIN_SAMPLES:
-            cut_short = True
-            break
-        if not one(True):
-            break
-    return {"latency_ms": summarize_ns(samples), "samples_ms": [s / 1e6 for s in samples],
-            "server_reported_ms": summarize_ns(reported), "cut_short_by_budget": cut_short,
-            "errors": len([e for e in errors if not e.startswith("gave up")]),
-            "first_error": errors[0] if errors else None, "run": facts}
+    def warm(self, calls: int) -> None:
+        """Unmeasured calls. The first may build an environment; the rest are cut short when
+        they eat half the budget."""
+        t0 = time.monotonic()
+        for i in range(calls):
+            if self.given_up or (i > 0 and time.monotonic() - t0 > self.budget_s / 2):
+                return
+            self._one(False)
+
+    def measure(self, calls: int) -> None:
+        for _ in range(calls):
+            if self.done:
+                return
+            if self._measuring_s > self.budget_s and self._attempts >= MIN_SAMPLES:
+                self.cut_short = True
+                return
+            t0 = time.monotonic()
+            self._one(True)
+            self._attempts += 1
+            self._measuring_s += time.monotonic() - t0
+
+    def result(self) -> dict:
+        errors = self.errors + ([f"gave up after {len(self.errors)} identical failures"]
+                                if self.given_up else [])
+        return {"latency_ms": summarize_ns(self.samples),
+                "samples_ms": [s / 1e6 for s in self.samples],
+                "server_reported_ms": summarize_ns(self.reported),
+                "cut_short_by_budget": self.cut_short, "errors": len(self.errors),
+                "first_error": errors[0] if errors else None, "run": self.facts}
+
+
+def run_sequential(session: Session, workload: Workload, warmup: int, iterations: int,
+                   budget_s: float = math.inf) -> dict:
+    """`warmup` unmeasured calls, then up to `iterations` measured ones in one go."""
+    series = ServerSeries(session, workload, iterations, budget_s)
+    series.warm(warmup)
+    series.measure(iterations)
+    return series.result()
 
 
 def run_concurrent(session: Session, workload: Workload, in_flight: int, total: int,
