@@ -28,6 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/engine.h"
+#include "engine/environments.h"
 #include "engine/interpreter_cache.h"
 #include "engine/interpreters.h"
 #include "engine/output_capture.h"
@@ -118,6 +119,13 @@ struct Run : std::enable_shared_from_this<Run> {
   std::array<char, kReadChunk> out_buf{}, err_buf{};
   bool out_eof = false, err_eof = false;
 
+  // Dependencies (PEP 723 block merged with the parameter), resolved before dispatch.
+  std::vector<Requirement> requirements;
+  bool validated = false;
+  bool env_pending = false;
+  std::optional<EnvResult> env;
+  std::optional<std::string> install_error;  // install_failed: the installer's decisive lines
+
   std::shared_ptr<ZygoteProcess> zygote;
   UniqueFd pidfd;
   bool kill_when_started = false;
@@ -160,7 +168,10 @@ class Core : public std::enable_shared_from_this<Core> {
   void start_discovery();
   void after_setup();
   void pump();
-  std::shared_ptr<ZygoteProcess> zygote_for(const Interpreter& interpreter);
+  std::shared_ptr<ZygoteProcess> zygote_for(const Interpreter& interpreter, const EnvResult* env = nullptr);
+  static std::string zygote_key(const Interpreter& interpreter, const EnvResult* env);
+  bool validate(const std::shared_ptr<Run>& run);
+  void resolve_environment(const std::shared_ptr<Run>& run);
   void on_zygote_state(const std::string& key, ZygoteProcess::State state, const std::string& reason);
   void evict_idle_zygotes();
   void dispatch(const std::shared_ptr<Run>& run, const std::shared_ptr<ZygoteProcess>& zygote);
@@ -197,7 +208,10 @@ class Core : public std::enable_shared_from_this<Core> {
   bool probe_running_ = false;
   std::vector<std::function<void()>> probe_waiters_;
 
-  std::map<std::string, std::shared_ptr<ZygoteProcess>> zygotes_;  // by interpreter executable
+  // By interpreter executable, plus the environment (or preloads) for runs with dependencies.
+  std::map<std::string, std::shared_ptr<ZygoteProcess>> zygotes_;
+  std::map<std::string, std::shared_ptr<EnvLease>> leases_;  // environments in use by zygotes
+  std::unique_ptr<Environments> envs_;
   std::deque<std::shared_ptr<Run>> pending_;
   std::set<std::shared_ptr<Run>> active_;
 };
@@ -355,8 +369,16 @@ std::optional<Interpreter> Core::resolve(const std::optional<std::string>& versi
   return in;
 }
 
-std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter) {
-  const std::string key = interpreter.executable;
+std::string Core::zygote_key(const Interpreter& interpreter, const EnvResult* env) {
+  std::string key = interpreter.executable;
+  if (env == nullptr) return key;
+  if (env->env_root) key += "|env:" + env->env_key;
+  for (const auto& name : env->import_names) key += "|" + name;
+  return key;
+}
+
+std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, const EnvResult* env) {
+  const std::string key = zygote_key(interpreter, env);
   auto it = zygotes_.find(key);
   if (it != zygotes_.end() && it->second->state() != ZygoteProcess::State::failed &&
       it->second->state() != ZygoteProcess::State::stopped) {
@@ -369,6 +391,20 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter) 
   launch.zygote_path = config_.zygote_path;
   launch.bwrap_path = config_.policy.backend == sandbox::Backend::native ? sandbox::find_bwrap() : "";
   launch.preload = config_.preload_modules;
+  if (env != nullptr) {
+    // The environment's zygote: its site dir first on sys.path, mounted read-only, and what
+    // its distributions provide imported ahead (a failing import is logged and skipped).
+    for (const auto& name : env->import_names) {
+      if (std::find(launch.preload.begin(), launch.preload.end(), name) == launch.preload.end()) {
+        launch.preload.push_back(name);
+      }
+    }
+    if (env->site_dir) {
+      launch.interpreter.sys_path.insert(launch.interpreter.sys_path.begin(), *env->site_dir);
+    }
+    if (env->env_root) launch.policy.ro_paths.push_back(*env->env_root);
+    if (env->lease) leases_[key] = env->lease;
+  }
   launch.rlimit_fallbacks.memory = !cgroups_.limits_memory();
   launch.rlimit_fallbacks.processes = !cgroups_.limits_processes();
   auto zygote = std::make_shared<ZygoteProcess>(io_, std::move(launch));
@@ -398,6 +434,7 @@ void Core::evict_idle_zygotes() {
     if (victim == zygotes_.end()) return;  // all busy: run over the bound rather than wait
     spdlog::info("stopping the idle zygote for {} (--max-zygotes {})", victim->first, bound);
     victim->second->stop();
+    leases_.erase(victim->first);  // its environment may be evicted from the store again
     zygotes_.erase(victim);
   }
 }
@@ -411,6 +448,7 @@ void Core::on_zygote_state(const std::string& key, ZygoteProcess::State state, c
     if (it != zygotes_.end() && it->second->state() == ZygoteProcess::State::failed) {
       const bool was_ready = it->second->python_version().size() > 0;
       zygotes_.erase(it);
+      leases_.erase(key);
       // A zygote lost after warm-up is replaced at once (a start failure waits for the next call).
       if (was_ready && !shutting_down_) {
         for (const auto& in : interpreters_) {
@@ -421,6 +459,69 @@ void Core::on_zygote_state(const std::string& key, ZygoteProcess::State state, c
     return;
   }
   pump();
+}
+
+// The script's PEP 723 block and the dependencies parameter, against the interpreter that will
+// run it. An invalid block or an unsatisfied requires-python refuses the run (isError).
+bool Core::validate(const std::shared_ptr<Run>& run) {
+  MarkerEnvironment markers = run->interpreter->markers;
+  if (markers.python_full_version.empty()) {
+    markers.python_version = run->interpreter->major_minor;
+    markers.python_full_version = run->interpreter->version;
+  }
+  const auto validation = validate_script(run->request.script, run->request.dependencies, markers);
+  if (!validation.valid) {
+    std::string message;
+    for (const auto& e : validation.errors) message += (message.empty() ? "" : "; ") + e;
+    if (validation.requires_python) {
+      message += " (Python versions available: " +
+                 versions_list(interpreters_.empty() && quick_default_ ? std::vector<Interpreter>{*quick_default_}
+                                                                       : interpreters_) +
+                 ")";
+    }
+    fail(run, "the script cannot run: " + message);
+    return false;
+  }
+  run->requirements = validation.dependencies;
+  return true;
+}
+
+void Core::resolve_environment(const std::shared_ptr<Run>& run) {
+  run->env_pending = true;
+  if (!envs_) envs_ = std::make_unique<Environments>(io_, environments_config(config_));
+  std::weak_ptr<Core> weak = weak_from_this();
+  std::weak_ptr<Run> weak_run = run;
+  // Progress for callers with a progress token: one step per installer stage.
+  auto step = std::make_shared<double>(0);
+  Environments::ProgressFn progress;
+  if (run->progress) {
+    progress = [weak_run, step](const std::string& stage, const std::string& message) {
+      auto r = weak_run.lock();
+      if (!r || r->phase == Run::Phase::finished || !r->progress) return;
+      *step += 1;
+      r->progress(*step, std::nullopt, stage + (message.empty() ? "" : ": " + message));
+    };
+  }
+  envs_->ensure(*run->interpreter, run->requirements, std::move(progress), [weak, weak_run](EnvResult result) {
+    auto self = weak.lock();
+    auto r = weak_run.lock();
+    if (!self || !r || r->phase != Run::Phase::queued) return;
+    r->env_pending = false;
+    switch (result.status) {
+      case EnvResult::Status::ready:
+        r->env = std::move(result);
+        break;
+      case EnvResult::Status::install_failed:
+        r->install_error = result.error;
+        r->env = std::move(result);
+        break;
+      case EnvResult::Status::error:
+        self->pending_.erase(std::remove(self->pending_.begin(), self->pending_.end(), r), self->pending_.end());
+        self->fail(r, result.error);
+        return;
+    }
+    self->pump();
+  });
 }
 
 void Core::pump() {
@@ -441,23 +542,32 @@ void Core::pump() {
         fail(run, error);
         continue;
       }
-      // Dependencies arrive with the environments work; until then refuse them clearly.
-      MarkerEnvironment markers;
-      markers.python_version = run->interpreter->major_minor;
-      markers.python_full_version = run->interpreter->version;
-      const auto validation = validate_script(run->request.script, run->request.dependencies, markers);
-      if (!validation.dependencies.empty()) {
-        std::string names;
-        for (const auto& r : validation.dependencies) names += (names.empty() ? "" : ", ") + r.raw;
+    }
+    if (!run->validated) {
+      run->validated = true;
+      if (!validate(run)) {
         it = pending_.erase(it);
-        fail(run, "installing dependencies is not available yet (requested: " + names + ")");
         continue;
       }
     }
+    if (!run->requirements.empty() && !run->env) {
+      // Resolved off the queue's slots: installs can take minutes, runs keep flowing.
+      if (!run->env_pending) resolve_environment(run);
+      ++it;
+      continue;
+    }
+    if (run->install_error) {
+      it = pending_.erase(it);
+      finish(run);
+      continue;
+    }
+    const EnvResult* env = run->env && (run->env->env_root || !run->env->import_names.empty())
+                               ? &*run->env
+                               : nullptr;
     // A zygote that failed fails the runs waiting for it (on_zygote_state then forgets it, so
     // a later run tries again) rather than being restarted in a loop here.
-    auto existing = zygotes_.find(run->interpreter->executable);
-    auto zygote = existing != zygotes_.end() ? existing->second : zygote_for(*run->interpreter);
+    auto existing = zygotes_.find(zygote_key(*run->interpreter, env));
+    auto zygote = existing != zygotes_.end() ? existing->second : zygote_for(*run->interpreter, env);
     switch (zygote->state()) {
       case ZygoteProcess::State::ready:
         it = pending_.erase(it);
@@ -723,7 +833,12 @@ void Core::finish(const std::shared_ptr<Run>& run) {
   evidence.uncaught_exception = sandbox::uncaught_exception_from_stderr(result.stderr_stream.text);
   evidence.sandbox_failed = run->service_error.has_value();
 
-  if (run->service_error) {
+  if (run->install_error && !run->service_error) {
+    // Not a service failure: the requirements cannot be installed (as `uv run` would report).
+    result.exit_code = 1;
+    result.end_reason = EndReason::install_failed;
+    result.stderr_stream = OutputCapture::capture(*run->install_error, config_.max_output_bytes);
+  } else if (run->service_error) {
     result.service_error = run->service_error;
     result.exit_code = -1;
     result.end_reason = run->cancelled ? EndReason::cancelled : EndReason::sandbox_error;
@@ -833,7 +948,14 @@ void Core::environment_report(std::function<void(nlohmann::json)> done) {
     if (config_.policy.backend == sandbox::Backend::none) {
       report["sandbox_status"] = "disabled (--sandbox-backend none): runs are not isolated";
     }
-    done(std::move(report));
+    if (!envs_) {
+      done(std::move(report));
+      return;
+    }
+    envs_->report([report, done](nlohmann::json environments) mutable {
+      report["environments"] = std::move(environments);
+      done(std::move(report));
+    });
   };
   // The probe runs bwrap once: off the loop, once, cached; setup first (cgroups, interpreters).
   probe_waiters_.push_back(std::move(build));
@@ -911,6 +1033,11 @@ void Core::shutdown(std::function<void()> done) {
   };
   for (auto& [key, zygote] : zygotes_) zygote->stop(step);
   zygotes_.clear();
+  leases_.clear();
+  if (envs_) {
+    ++*remaining;
+    envs_->shutdown(step);  // kills running installers
+  }
   step();
 }
 

@@ -25,6 +25,12 @@ class OutputCapture {
 
   // "\n[... N bytes dropped ...]\n"
   static std::string marker(std::uint64_t dropped_bytes);
+  // The kept form of a whole text at once.
+  static CapturedStream capture(std::string_view text, std::size_t limit_bytes) {
+    OutputCapture c(limit_bytes);
+    c.append(text);
+    return c.finish();
+  }
 
  private:
   std::string tail_in_order() const;
