@@ -1,35 +1,10 @@
-// Owning file descriptor: closed exactly once, movable, never copied.
+// The MCP layer owns fds with the sandbox layer's RAII holder (mcp -> engine -> sandbox).
 #pragma once
 
-#include <unistd.h>
-
-#include <utility>
+#include "sandbox/unique_fd.h"
 
 namespace mcp {
 
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) reset(std::exchange(other.fd_, -1));
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
+using UniqueFd = sandbox::UniqueFd;
 
 }  // namespace mcp
