@@ -8,8 +8,9 @@
 
 namespace mcp {
 
-StdioTransport::StdioTransport(asio::io_context& io, UniqueFd in, UniqueFd out)
-    : in_(io), out_(io) {
+StdioTransport::StdioTransport(asio::io_context& io, UniqueFd in, UniqueFd out,
+                               std::size_t max_queued_output)
+    : in_(io), out_(io), max_queued_(max_queued_output) {
   in_flags_ = ::fcntl(in.get(), F_GETFL);
   out_flags_ = ::fcntl(out.get(), F_GETFL);
   // Regular files and /dev/null cannot be polled; asio accepts them and simply never blocks.
@@ -48,6 +49,10 @@ void StdioTransport::read_more() {
       if (on_eof_) on_eof_();
       return;
     }
+    if (queued_bytes_ > max_queued_) {
+      read_paused_ = true;  // resumed by write_more once the client has caught up
+      return;
+    }
     read_more();
   });
 }
@@ -61,6 +66,10 @@ void StdioTransport::send(std::string message) {
 }
 
 void StdioTransport::write_more() {
+  if (read_paused_ && reading_ && (queued_bytes_ <= max_queued_ / 2 || output_failed_)) {
+    read_paused_ = false;
+    read_more();
+  }
   if (queue_.empty() || output_failed_) {
     run_flush_waiters();
     return;

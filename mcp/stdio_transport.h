@@ -15,11 +15,15 @@
 
 namespace mcp {
 
+// Input is not read while more than this much output waits for a client that does not read it.
+inline constexpr std::size_t kMaxQueuedOutputBytes = std::size_t{64} << 20;
+
 class StdioTransport {
  public:
   using BytesFn = std::function<void(std::string_view bytes)>;
 
-  StdioTransport(asio::io_context& io, UniqueFd in, UniqueFd out);
+  StdioTransport(asio::io_context& io, UniqueFd in, UniqueFd out,
+                 std::size_t max_queued_output = kMaxQueuedOutputBytes);
   ~StdioTransport();
   StdioTransport(const StdioTransport&) = delete;
   StdioTransport& operator=(const StdioTransport&) = delete;
@@ -47,9 +51,11 @@ class StdioTransport {
   BytesFn on_bytes_;
   std::function<void()> on_eof_;
   bool reading_ = false;
+  bool read_paused_ = false;  // the client is not reading our output: stop taking its input
   std::deque<std::string> queue_;
   std::vector<std::string> writing_;
   std::size_t queued_bytes_ = 0;
+  std::size_t max_queued_;
   bool output_failed_ = false;
   std::vector<std::function<void()>> flush_waiters_;
 };
