@@ -85,10 +85,11 @@ TEST_CASE("structuredContent carries every field") {
   CHECK(s["notes"] == json::array({"1 figure dropped"}));
   CHECK_FALSE(s.contains("service_error"));
   // Every required property of the schema is present.
-  for (const auto& key : mcp::run_output_schema()["required"]) CHECK(s.contains(key.get<std::string>()));
+  const auto schema = mcp::run_output_schema();
+  for (const auto& key : schema["required"]) CHECK(s.contains(key.get<std::string>()));
   for (const auto& [key, value] : s.items()) {
     INFO(key);
-    CHECK(mcp::run_output_schema()["properties"].contains(key));
+    CHECK(schema["properties"].contains(key));
   }
 }
 
