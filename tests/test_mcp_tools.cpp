@@ -42,7 +42,8 @@ class FakeEngine final : public engine::Engine {
 
   int warmups = 0;
   json report = {{"sandbox_status", "ready (test)"}, {"network", "on"},
-                 {"limits", {{"memory_bytes", 1024}}}};
+                 {"limits", {{"memory_bytes", 1024}}},
+                 {"probe", {{"problem", ""}, {"userns_works", true}}}};
   std::vector<engine::RunRequest> requests;
   std::vector<ProgressFn> progress_fns;
   std::vector<DoneFn> done_fns;
@@ -237,6 +238,8 @@ TEST_CASE("check_environment: the nine lines in order, then the engine's report"
   CHECK(lines[8] == "Cache warming: disabled");
   CHECK(text.find("Network: on") != std::string::npos);
   CHECK(text.find("  Memory bytes: 1024") != std::string::npos);
+  CHECK(text.find("  Userns works: yes") != std::string::npos);
+  CHECK(text.find("Problem") == std::string::npos);  // empty values are left out
   CHECK(text.find("3.12.8 /opt/py/bin/python3.12") != std::string::npos);
   const auto& s = response["result"]["structuredContent"];
   CHECK(s["sandbox_status"] == "ready (test)");

@@ -76,6 +76,7 @@ std::string interpreter_line(const json& in) {
 // Renders any JSON value as indented "Label: value" lines.
 void render(const std::string& key, const json& value, const std::string& indent,
             std::vector<std::string>& lines) {
+  if (value.is_string() && value.get_ref<const std::string&>().empty()) return;  // nothing to say
   if (is_scalar(value)) {
     lines.push_back(indent + label(key) + ": " + scalar_text(value));
     return;
