@@ -2,6 +2,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { serverPath } from './lib/client.mjs';
 
 class RawServer {
@@ -192,4 +195,20 @@ test('invalid command-line values exit 2 with one line naming the flag', () => {
   const version = spawnSync(serverPath, ['--version'], { encoding: 'utf8' });
   assert.equal(version.status, 0);
   assert.match(version.stdout, /^mcp-python-exec-sandbox \d+\.\d+\.\d+\n$/);
+});
+
+test('--run FILE prints the result text and exits with the script exit code', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-run-'));
+  try {
+    const file = path.join(dir, 'script.py');
+    fs.writeFileSync(file, 'print("hello from --run")\nraise SystemExit(3)\n');
+    const r = spawnSync(serverPath, ['--run', file], { encoding: 'utf8', timeout: 60000 });
+    assert.equal(r.status, 3, r.stderr);
+    assert.match(r.stdout, /^--- stdout ---\nhello from --run\n\n--- exit_code: 3 ---\n--- duration_ms: \d+ ---\n/);
+    const missing = spawnSync(serverPath, ['--run', path.join(dir, 'nope.py')], { encoding: 'utf8' });
+    assert.equal(missing.status, 2);
+    assert.match(missing.stderr, /--run/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
