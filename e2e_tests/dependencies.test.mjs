@@ -128,10 +128,6 @@ function serverArgs(cacheDir, extra = []) {
   return ['--find-links', wheels, '--offline', '--cache-dir', cacheDir, '--log-level', 'info', ...extra];
 }
 
-// The environment store and installer exist (engine/environments.h) but the execution engine does
-// not call them yet (issue 5 stays open): these run and report as TODO until it does.
-const PENDING = { todo: 'engine does not yet resolve dependencies through engine/environments.h (issue 5)' };
-
 describe('dependencies (offline, --find-links)', () => {
   let cache, conn;
   before(async () => {
@@ -143,7 +139,7 @@ describe('dependencies (offline, --find-links)', () => {
     fs.rmSync(cache, { recursive: true, force: true });
   });
 
-  test('an inline block installs a dependency chain; the script keeps its line numbers', PENDING, async () => {
+  test('an inline block installs a dependency chain; the script keeps its line numbers', async () => {
     const script = block(['mpes_chain']) +
       'import mpes_chain, mpes_leaf\nprint(mpes_chain.LEAF)\nraise SystemExit(mpes_leaf.missing)\n';
     const { result, text, sc } = await run(conn.client, script);
@@ -155,14 +151,14 @@ describe('dependencies (offline, --find-links)', () => {
     assert.equal(environments(cache).length, 1);
   });
 
-  test('the dependencies parameter merges with the block, the last spec winning', PENDING, async () => {
+  test('the dependencies parameter merges with the block, the last spec winning', async () => {
     const script = block(['mpes-leaf==2.0', 'mpes_chain']) + 'import mpes_chain\nprint(mpes_chain.LEAF)\n';
     const { text, sc } = await run(conn.client, script, ['mpes_leaf==1.0']);
     assert.equal(sc.exit_code, 0, text);
     assert.equal(sc.stdout, '1.0\n', text);
   });
 
-  test('a second call with the same set runs no installer', PENDING, async () => {
+  test('a second call with the same set runs no installer', async () => {
     const before = installerRuns(conn);
     assert.ok(before >= 1, 'the earlier installs were logged');
     const { text, sc } = await run(conn.client, 'import mpes_chain\nprint(mpes_chain.LEAF)\n', ['mpes_chain']);
@@ -170,7 +166,7 @@ describe('dependencies (offline, --find-links)', () => {
     assert.equal(installerRuns(conn), before);
   });
 
-  test('installs report progress to a caller with a progress token', PENDING, async () => {
+  test('installs report progress to a caller with a progress token', async () => {
     const progress = [];
     const { text, sc } = await run(conn.client, 'import mpes_slow\nprint(mpes_slow.READY)\n', ['mpes_slow'],
       { onprogress: (p) => progress.push(p) });
@@ -178,7 +174,7 @@ describe('dependencies (offline, --find-links)', () => {
     assert.ok(progress.length >= 1, 'at least one notifications/progress during the install');
   });
 
-  test('a declared package is imported by the warm interpreter before the next call', PENDING, async () => {
+  test('a declared package is imported by the warm interpreter before the next call', async () => {
     // mpes_slow takes 0.3 s to import; already in sys.modules means that cost was paid before.
     const script = "import sys\nprint('mpes_slow' in sys.modules)\nimport mpes_slow\n";
     await run(conn.client, script, ['mpes_slow']);
@@ -186,7 +182,7 @@ describe('dependencies (offline, --find-links)', () => {
     assert.equal(sc.stdout, 'True\n', text);
   });
 
-  test('concurrent first use of a new set installs once', PENDING, async () => {
+  test('concurrent first use of a new set installs once', async () => {
     const before = installerRuns(conn);
     const script = 'import mpes_modern, mpes_leaf\nprint(mpes_leaf.VERSION)\n';
     const results = await Promise.all([1, 2, 3].map(() => run(conn.client, script, ['mpes_modern'])));
@@ -194,7 +190,7 @@ describe('dependencies (offline, --find-links)', () => {
     assert.equal(installerRuns(conn), before + 1);
   });
 
-  test('an unknown package fails with the installer\'s decisive line, not its log', PENDING, async () => {
+  test('an unknown package fails with the installer\'s decisive line, not its log', async () => {
     const { result, text, sc } = await run(conn.client, 'print(1)\n', ['mpes-no-such-package']);
     assert.equal(result.isError ?? false, false, text);
     assert.equal(sc.end_reason, 'install_failed', text);
@@ -204,7 +200,7 @@ describe('dependencies (offline, --find-links)', () => {
     assert.match(text, /--- end: install_failed ---/);
   });
 
-  test('a requires-python mismatch and a version conflict say which requirement failed', PENDING, async () => {
+  test('a requires-python mismatch and a version conflict say which requirement failed', async () => {
     const future = await run(conn.client, 'print(1)\n', ['mpes_future']);
     assert.equal(future.sc.end_reason, 'install_failed', future.text);
     assert.match(future.text, />=3\.99/);
@@ -214,7 +210,7 @@ describe('dependencies (offline, --find-links)', () => {
     assert.match(conflict.text, /mpes-leaf>=2\.0/);
   });
 
-  test('interpreter-provided packages (Debian\'s python3-numpy) are used offline', PENDING, async () => {
+  test('interpreter-provided packages (Debian\'s python3-numpy) are used offline', async () => {
     const before = installerRuns(conn);
     const { text, sc } = await run(conn.client, 'import numpy\nprint(numpy.__file__)\n', ['numpy']);
     assert.equal(sc.exit_code, 0, text);
@@ -224,7 +220,7 @@ describe('dependencies (offline, --find-links)', () => {
 });
 
 describe('a killed install', () => {
-  test('leaves no environment a later call could use', PENDING, async () => {
+  test('leaves no environment a later call could use', async () => {
     const cache = cacheDir();
     try {
       const first = await connect(serverArgs(cache));
@@ -254,7 +250,7 @@ describe('a killed install', () => {
 });
 
 describe('the environment cache bound', () => {
-  test('--env-cache-max-mb evicts least recently used environments', PENDING, async () => {
+  test('--env-cache-max-mb evicts least recently used environments', async () => {
     const cache = cacheDir();
     const conn = await connect(serverArgs(cache, ['--env-cache-max-mb', '1', '--max-zygotes', '1']));
     try {
