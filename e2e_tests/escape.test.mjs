@@ -623,27 +623,30 @@ report(present={d: os.path.exists(os.path.join(d, ${JSON.stringify(name)})) for 
   });
 
   test('what scripts need still works inside: threads, subprocess, multiprocessing, numpy, pandas',
-    { todo: 'multiprocessing spawn start method still times out in the sandbox (issue 4 open)' }, async () => {
+    async () => {
+      // Under a main guard, as multiprocessing's spawn method requires: its children re-import
+      // __main__ from the script's file (inside) and must not run the probe again.
       const probe = `
 import threading, subprocess, multiprocessing, socket, tempfile
 import numpy as np, pandas as pd
-out = []
-t = threading.Thread(target=lambda: out.append(1)); t.start(); t.join()
-sub = subprocess.run(['/bin/echo', 'hi'], capture_output=True).stdout.decode()
-with multiprocessing.get_context('fork').Pool(2) as pool:
-    forked = pool.map(abs, [-1, -2, 3])
-# spawn starts a fresh interpreter that re-imports __main__ from its file: bounded wait.
-try:
-    with multiprocessing.get_context('spawn').Pool(1) as pool:
-        spawned = pool.map_async(abs, [-4]).get(timeout=20)
-except Exception as e:
-    spawned = 'failed: %r' % (e,)
-with tempfile.NamedTemporaryFile() as f:
-    f.write(b'x'); f.flush()
-    tmp = os.path.getsize(f.name)
-report(thread=out, sub=sub, forked=forked, spawned=spawned, tmp=tmp,
-       dot=float(np.arange(4.0) @ np.arange(4.0)), pandas=int(pd.DataFrame({'x': [1, 2, 3]}).x.sum()),
-       resolve=len(socket.getaddrinfo('localhost', 80)) > 0)
+if __name__ == '__main__':
+    out = []
+    t = threading.Thread(target=lambda: out.append(1)); t.start(); t.join()
+    sub = subprocess.run(['/bin/echo', 'hi'], capture_output=True).stdout.decode()
+    with multiprocessing.get_context('fork').Pool(2) as pool:
+        forked = pool.map(abs, [-1, -2, 3])
+    # spawn starts a fresh interpreter that re-imports __main__ from its file: bounded wait.
+    try:
+        with multiprocessing.get_context('spawn').Pool(1) as pool:
+            spawned = pool.map_async(abs, [-4]).get(timeout=20)
+    except Exception as e:
+        spawned = 'failed: %r' % (e,)
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(b'x'); f.flush()
+        tmp = os.path.getsize(f.name)
+    report(thread=out, sub=sub, forked=forked, spawned=spawned, tmp=tmp,
+           dot=float(np.arange(4.0) @ np.arange(4.0)), pandas=int(pd.DataFrame({'x': [1, 2, 3]}).x.sum()),
+           resolve=len(socket.getaddrinfo('localhost', 80)) > 0)
 `;
       const expected = {
         thread: [1], sub: 'hi\n', forked: [1, 2, 3], spawned: [4], tmp: 1, dot: 14, pandas: 6,
