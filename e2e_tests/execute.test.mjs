@@ -336,6 +336,30 @@ describe('one zygote binary for every interpreter found', () => {
   });
 });
 
+describe('choosing an interpreter', () => {
+  test('an unavailable version and an unmet requires-python are refused with every version found', async () => {
+    // The first call of a fresh server: the refusal must not be sent before discovery is done.
+    const conn = await connect([]);
+    try {
+      const script = '# /// script\n# requires-python = ">=3.99"\n# ///\nprint("never")\n';
+      const refused = await run(conn.client, script);
+      assert.equal(refused.result.isError, true, refused.text);
+      assert.match(refused.text, /requires-python '>=3\.99' is not satisfied/);
+      const env = await conn.client.callTool({ name: 'check_environment', arguments: {} });
+      const versions = (env.structuredContent?.interpreters ?? []).map((it) => it.version);
+      assert.ok(versions.length >= 1);
+      for (const v of versions) assert.ok(refused.text.includes(v), `${v} is listed: ${refused.text}`);
+
+      const missing = await run(conn.client, 'print(1)', { python_version: '3.1' });
+      assert.equal(missing.result.isError, true, missing.text);
+      assert.match(missing.text, /Python 3\.1 is not available on this host; available: /);
+      for (const v of versions) assert.ok(missing.text.includes(v), `${v} is listed: ${missing.text}`);
+    } finally {
+      await conn.client.close();
+    }
+  });
+});
+
 describe('--preload', () => {
   test('preloaded modules are already imported in runs; a broken one is skipped', async () => {
     const conn = await connect(['--preload', 'numpy', '--preload', 'no_such_module_mpes']);

@@ -59,7 +59,24 @@ std::string default_zygote_path() {
   return (self.parent_path() / "mcp-python-exec-sandbox-zygote").string();
 }
 
-std::string versions_list(const std::vector<Interpreter>& found) {
+// "3.13.0, 3.12.1, ...": newest first, as a user scans for the one to ask for.
+std::string versions_list(std::vector<Interpreter> found) {
+  const auto numbers = [](const std::string& version) {
+    std::vector<int> parts;
+    int value = 0;
+    for (const char c : version + ".") {
+      if (c >= '0' && c <= '9') {
+        value = value * 10 + (c - '0');
+      } else {
+        parts.push_back(value);
+        value = 0;
+      }
+    }
+    return parts;
+  };
+  std::stable_sort(found.begin(), found.end(), [&](const Interpreter& a, const Interpreter& b) {
+    return numbers(a.version) > numbers(b.version);
+  });
   std::string out;
   for (const auto& in : found) {
     if (!out.empty()) out += ", ";
@@ -170,7 +187,8 @@ class Core : public std::enable_shared_from_this<Core> {
   void pump();
   std::shared_ptr<ZygoteProcess> zygote_for(const Interpreter& interpreter, const EnvResult* env = nullptr);
   static std::string zygote_key(const Interpreter& interpreter, const EnvResult* env);
-  bool validate(const std::shared_ptr<Run>& run);
+  enum class Validation { ok, refused, wait_for_discovery };
+  Validation validate(const std::shared_ptr<Run>& run);
   void resolve_environment(const std::shared_ptr<Run>& run);
   void on_zygote_state(const std::string& key, ZygoteProcess::State state, const std::string& reason);
   void evict_idle_zygotes();
@@ -463,7 +481,7 @@ void Core::on_zygote_state(const std::string& key, ZygoteProcess::State state, c
 
 // The script's PEP 723 block and the dependencies parameter, against the interpreter that will
 // run it. An invalid block or an unsatisfied requires-python refuses the run (isError).
-bool Core::validate(const std::shared_ptr<Run>& run) {
+Core::Validation Core::validate(const std::shared_ptr<Run>& run) {
   MarkerEnvironment markers = run->interpreter->markers;
   if (markers.python_full_version.empty()) {
     markers.python_version = run->interpreter->major_minor;
@@ -471,19 +489,22 @@ bool Core::validate(const std::shared_ptr<Run>& run) {
   }
   const auto validation = validate_script(run->request.script, run->request.dependencies, markers);
   if (!validation.valid) {
+    if (validation.requires_python && setup_ != Setup::done) {
+      // The refusal lists the versions that are available: wait until all of them are known.
+      start_discovery();
+      return Validation::wait_for_discovery;
+    }
     std::string message;
     for (const auto& e : validation.errors) message += (message.empty() ? "" : "; ") + e;
     if (validation.requires_python) {
-      message += " (Python versions available: " +
-                 versions_list(interpreters_.empty() && quick_default_ ? std::vector<Interpreter>{*quick_default_}
-                                                                       : interpreters_) +
-                 ")";
+      message += " (Python versions available: " + versions_list(interpreters_) +
+                 "; choose one with the python_version argument)";
     }
     fail(run, "the script cannot run: " + message);
-    return false;
+    return Validation::refused;
   }
   run->requirements = validation.dependencies;
-  return true;
+  return Validation::ok;
 }
 
 void Core::resolve_environment(const std::shared_ptr<Run>& run) {
@@ -544,8 +565,13 @@ void Core::pump() {
       }
     }
     if (!run->validated) {
+      const auto validation = validate(run);
+      if (validation == Validation::wait_for_discovery) {
+        ++it;
+        continue;
+      }
       run->validated = true;
-      if (!validate(run)) {
+      if (validation == Validation::refused) {
         it = pending_.erase(it);
         continue;
       }
