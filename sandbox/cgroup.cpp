@@ -536,8 +536,12 @@ RunCgroup::~RunCgroup() { remove(); }
 
 JoinFds RunCgroup::open_join_fds() const {
   std::vector<int> fds;
+  // v1: the thread-level "tasks" file. Moving a whole thread group (cgroup.procs) write-locks
+  // the global threadgroup rwsem, an RCU grace period: 3-11 ms here against 0.1-0.2 ms for the
+  // calling thread alone, and the joining process has exactly one thread.
+  const char* file = version_ == CgroupVersion::v1 ? "/tasks" : "/cgroup.procs";
   for (const auto& dir : dirs_) {
-    const std::string path = dir + "/cgroup.procs";
+    const std::string path = dir + file;
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
       const int err = errno;

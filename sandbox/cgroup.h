@@ -5,7 +5,8 @@
 //   server, at startup (off the event loop):  CgroupSetup setup = prepare_cgroups("mpes-<pid>");
 //   server, per run, before sending it:       RunCgroup cg = RunCgroup::create(setup, "run-7", limits);
 //                                             JoinFds fds = cg.open_join_fds();  // travel with the request
-//   child, first step after fork/clone:        join_cgroups(fds)  // writes "0" into each cgroup.procs
+//   child, first step after fork/clone, while it has one thread:
+//                                              join_cgroups(fds)  // writes "0" (v1: into tasks)
 //   server, after the run's init was reaped:   CgroupStats s = cg.read_stats(); cg.remove();
 //   server, at shutdown:                       release_cgroups(setup);
 // The kernel checks the rights of whoever OPENED cgroup.procs (Linux >= 5.16 for v2), so a child
@@ -83,7 +84,8 @@ class JoinFds {
   std::vector<int> fds_;
 };
 
-// In the child, before it runs or starts anything: writes "0" (= the caller) into each fd.
+// In the child, before it runs or starts anything and while it has a single thread (v1 moves
+// only the calling thread): writes "0" (= the caller) into each fd.
 // Throws SetupError; closes nothing (the caller's fd cleanup does).
 void join_cgroups(const std::vector<int>& fds);
 
