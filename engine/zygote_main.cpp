@@ -25,10 +25,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -67,7 +69,7 @@ struct Options {
   bool network = true;
   sandbox::Limits limits;
   sandbox::RlimitFallbacks fallbacks;
-  unsigned spares = 1;  // run children prepared ahead of their runs
+  unsigned spares = 2;  // run children prepared ahead of their runs
 };
 
 void log(const std::string& text) {
@@ -107,7 +109,7 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--preload") o.preload = value;
     else if (flag == "--sys-path") o.sys_path = value;
     else if (flag == "--prefix") o.prefix = value;
-    else if (flag == "--spares") o.spares = static_cast<unsigned>(number(flag, value));
+    else if (flag == "--spares") o.spares = static_cast<unsigned>(std::min<std::uint64_t>(8, number(flag, value)));
     else if (flag == "--backend") o.isolate = value != "none";
     else if (flag == "--network") o.network = value != "off";
     else if (flag == "--tmpfs-bytes") o.limits.tmpfs_bytes = number(flag, value);
@@ -153,9 +155,16 @@ struct StatusRecord {
   enum Kind : std::uint32_t { script_exited = 1, setup_failed = 2 };
   std::uint32_t kind = 0;
   std::int32_t wait_status = 0;
-  char text[248] = {};
+  // script_exited: usage of the processes the init reaped up to the script's exit.
+  std::int64_t user_cpu_us = 0;
+  std::int64_t system_cpu_us = 0;
+  std::int64_t max_rss_kb = 0;
+  char text[232] = {};
 };
 static_assert(sizeof(StatusRecord) <= PIPE_BUF);
+
+// A flag of our own in Child::exited (never sent): the init's record of the script's end arrived.
+constexpr std::uint32_t kScriptEnded = 1u << 31;
 
 constexpr int kHandoffFd = 3;  // in a spare's processes, until its run arrives
 constexpr int kStatusFd = 4;   // in the run's processes, while setting up
@@ -187,6 +196,9 @@ class Zygote {
     std::uint64_t run_id = 0;
     UniqueFd status;       // read end of the run's status pipe
     std::string work_dir;  // none backend: the temporary work dir to remove
+    bool reported = false;    // EXITED already sent (from the init's record)
+    bool status_eof = false;  // nothing more will come on `status`
+    std::optional<z::ExitedMessage> exited;  // what the records said so far
   };
 
   // A run's child forked ahead of its run: namespaces, mounts and the runner's preparation are
@@ -202,8 +214,11 @@ class Zygote {
   bool boot_interpreter(int report_fd, std::string& warnings);
   void handle_control();
   bool create_spare();
+  void top_up_spares();
   void handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds);
   void reap();
+  void read_status(Child& child);
+  void send_exited(Child& child, z::ExitedMessage exited);
   void refuse(std::uint64_t run_id, const std::string& reason);
   [[noreturn]] void run_init(const sandbox::ChildSpec& spec);
   [[noreturn]] void run_script(sandbox::ChildSpec spec);
@@ -217,11 +232,13 @@ class Zygote {
   void* run_fn_ = nullptr;
   UniqueFd signal_fd_;
   std::map<pid_t, Child> children_;
-  std::optional<Spare> spare_;
+  // Prepared ahead, oldest (most likely done preparing) first: a run handed to a spare still
+  // preparing waits for it, so back-to-back runs need more than one in the pipeline.
+  std::deque<Spare> spares_;
   std::map<pid_t, Spare> abandoned_;  // spares that died before taking their run
   std::string spare_error_;
   sandbox::ChildSpec base_spec_;
-  unsigned spares_wanted_ = 1;
+  unsigned spares_wanted_ = 2;
   bool stopping_ = false;
 };
 
@@ -292,21 +309,38 @@ int Zygote::start() {
     log(std::string("cannot send READY: ") + std::strerror(err));
     return 1;
   }
+  top_up_spares();
 
-  pollfd fds[2] = {{z::kControlFd, POLLIN, 0}, {signal_fd_.get(), POLLIN, 0}};
+  // Besides control and SIGCHLD: the status pipes of runs in flight, whose init reports the
+  // script's end before it exits itself, so EXITED does not wait for the init's (and the run's
+  // namespaces') teardown.
+  std::vector<pollfd> fds;
+  std::vector<pid_t> polled;
   while (!stopping_) {
-    if (::poll(fds, 2, -1) < 0) {
+    fds.assign({{z::kControlFd, POLLIN, 0}, {signal_fd_.get(), POLLIN, 0}});
+    polled.clear();
+    for (const auto& [pid, child] : children_) {
+      if (child.reported || child.status_eof || !child.status) continue;
+      fds.push_back({child.status.get(), POLLIN, 0});
+      polled.push_back(pid);
+    }
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       log(std::string("poll: ") + std::strerror(errno));
       return 1;
+    }
+    for (std::size_t i = 0; i < polled.size(); ++i) {
+      if (fds[i + 2].revents == 0) continue;
+      auto it = children_.find(polled[i]);
+      if (it != children_.end()) read_status(it->second);
     }
     if (fds[1].revents != 0) reap();
     if (fds[0].revents != 0) handle_control();
   }
   // Stopping: every run was killed; reap them all before leaving.
-  while (!children_.empty() || spare_ || !abandoned_.empty()) {
+  while (!children_.empty() || !spares_.empty() || !abandoned_.empty()) {
     reap();
-    if (!children_.empty() || spare_ || !abandoned_.empty()) ::usleep(1000);
+    if (!children_.empty() || !spares_.empty() || !abandoned_.empty()) ::usleep(1000);
   }
   return 0;
 }
@@ -445,8 +479,14 @@ bool Zygote::create_spare() {
   spare.handoff = std::move(handoff);
   spare.status = std::move(status_rd);
   spare.work_dir = work_dir;
-  spare_ = std::move(spare);
+  spares_.push_back(std::move(spare));
   return true;
+}
+
+void Zygote::top_up_spares() {
+  while (spares_.size() < spares_wanted_) {
+    if (!create_spare()) return;  // the next run tries again and reports why
+  }
 }
 
 void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
@@ -458,12 +498,12 @@ void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
   for (const auto& fd : fds) raw.push_back(fd.get());
   // A spare prepared ahead takes the run; if it died meanwhile, a fresh one does.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!spare_ && !create_spare()) {
+    if (spares_.empty() && !create_spare()) {
       refuse(run.run_id, spare_error_);
       return;
     }
-    Spare spare = std::move(*spare_);
-    spare_.reset();
+    Spare spare = std::move(spares_.front());
+    spares_.pop_front();
     if (z::send_message(spare.handoff.get(), run, raw) != 0) {
       abandoned_.emplace(spare.pid, std::move(spare));  // reaped (and logged) when it exits
       continue;
@@ -482,8 +522,8 @@ void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
       sent = z::send_message(z::kControlFd, started);
     }
     if (sent != 0) log(std::string("cannot send STARTED: ") + std::strerror(sent));
-    // The next run's child prepares while this one runs.
-    if (spares_wanted_ > 0) create_spare();
+    // The next runs' children prepare while this one runs.
+    top_up_spares();
     return;
   }
   refuse(run.run_id, "the run's child died before it could start (see the zygote's log)");
@@ -504,14 +544,20 @@ void Zygote::run_init(const sandbox::ChildSpec& spec) {
   // init: holds nothing of the run's, cannot be inspected, reaps everything, reports the script.
   for (int fd = 0; fd < kStatusFd; ++fd) ::close(fd);
   ::prctl(PR_SET_DUMPABLE, 0);
+  StatusRecord record;
+  record.kind = StatusRecord::script_exited;
   for (;;) {
     int status = 0;
-    const pid_t p = ::waitpid(-1, &status, 0);
+    rusage usage{};
+    const pid_t p = ::wait4(-1, &status, 0, &usage);
+    if (p > 0) {
+      record.user_cpu_us += usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
+      record.system_cpu_us += usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
+      record.max_rss_kb = std::max<std::int64_t>(record.max_rss_kb, usage.ru_maxrss);
+    }
     if (p == script) {
-      StatusRecord record;
-      record.kind = StatusRecord::script_exited;
       record.wait_status = status;
-      write_record(record);
+      write_record(record);  // the zygote answers from this, not from our exit
       ::_exit(0);  // the kernel now kills whatever the script left running
     }
     if (p < 0 && errno != EINTR) ::_exit(kSetupFailedExit);
@@ -520,6 +566,11 @@ void Zygote::run_init(const sandbox::ChildSpec& spec) {
 
 void Zygote::run_script(sandbox::ChildSpec spec) {
   if (py_) py_->PyOS_AfterFork_Child();  // first: reinitialises the interpreter's locks, reseeds random
+  try {
+    sandbox::prepare_run_process(spec);
+  } catch (const std::exception& e) {
+    setup_failed(e.what());
+  }
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -599,43 +650,74 @@ void Zygote::reap() {
       continue;
     }
     Child& child = it->second;
-
-    z::ExitedMessage exited;
-    exited.run_id = child.run_id;
-    exited.wait_status = status;
-    StatusRecord record;
-    while (::read(child.status.get(), &record, sizeof record) == static_cast<ssize_t>(sizeof record)) {
-      record.text[sizeof record.text - 1] = '\0';
-      if (record.kind == StatusRecord::script_exited) {
-        exited.wait_status = record.wait_status;
-      } else if (record.kind == StatusRecord::setup_failed) {
-        exited.flags |= z::kExitSetupFailed;
-        exited.detail = record.text;
-      }
-    }
+    read_status(child);
     if (!options_.isolate) {
       ::kill(-pid, SIGKILL);  // what the script left in its process group
       if (!child.work_dir.empty()) ::nftw(child.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
-    exited.user_cpu_us = usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
-    exited.system_cpu_us = usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
-    exited.max_rss_kb = usage.ru_maxrss;
-    exited.zygote_rss_bytes = own_rss_bytes();
-    children_.erase(it);
-    if (!stopping_) {
-      if (const int err = z::send_message(z::kControlFd, exited); err != 0) {
-        log(std::string("cannot send EXITED: ") + std::strerror(err));
-      }
+    if (!child.reported) {
+      // No record of the script's end (killed, setup failed, unsandboxed): the process's own.
+      z::ExitedMessage exited = child.exited.value_or(z::ExitedMessage{});
+      exited.run_id = child.run_id;
+      if (!child.exited || !(exited.flags & kScriptEnded)) exited.wait_status = status;
+      exited.flags &= ~kScriptEnded;
+      exited.user_cpu_us = usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
+      exited.system_cpu_us = usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
+      exited.max_rss_kb = usage.ru_maxrss;
+      send_exited(child, std::move(exited));
     }
+    children_.erase(it);
+  }
+}
+
+// Reads what a run's status pipe holds; on the init's record of the script's end, answers
+// right away (the init and the run's namespaces are torn down after, and reaped later).
+void Zygote::read_status(Child& child) {
+  if (child.status_eof || !child.status) return;
+  StatusRecord record;
+  for (;;) {
+    const ssize_t n = ::read(child.status.get(), &record, sizeof record);
+    if (n != static_cast<ssize_t>(sizeof record)) {
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) child.status_eof = true;
+      break;
+    }
+    record.text[sizeof record.text - 1] = '\0';
+    if (!child.exited) child.exited.emplace();
+    if (record.kind == StatusRecord::script_exited) {
+      child.exited->wait_status = record.wait_status;
+      child.exited->user_cpu_us = record.user_cpu_us;
+      child.exited->system_cpu_us = record.system_cpu_us;
+      child.exited->max_rss_kb = record.max_rss_kb;
+      child.exited->flags |= kScriptEnded;
+    } else if (record.kind == StatusRecord::setup_failed) {
+      child.exited->flags |= z::kExitSetupFailed;
+      child.exited->detail = record.text;
+    }
+  }
+  if (!child.reported && child.exited && (child.exited->flags & kScriptEnded)) {
+    z::ExitedMessage exited = *child.exited;
+    exited.run_id = child.run_id;
+    exited.flags &= ~kScriptEnded;
+    send_exited(child, std::move(exited));
+  }
+}
+
+void Zygote::send_exited(Child& child, z::ExitedMessage exited) {
+  child.reported = true;
+  if (stopping_) return;
+  exited.zygote_rss_bytes = own_rss_bytes();
+  if (const int err = z::send_message(z::kControlFd, exited); err != 0) {
+    log(std::string("cannot send EXITED: ") + std::strerror(err));
   }
 }
 
 // A spare that died before taking a run: say why in the log (the next run forks a new one).
 void Zygote::reap_spare(pid_t pid, int status) {
   Spare spare;
-  if (spare_ && spare_->pid == pid) {
-    spare = std::move(*spare_);
-    spare_.reset();
+  const auto waiting = std::find_if(spares_.begin(), spares_.end(), [pid](const Spare& s) { return s.pid == pid; });
+  if (waiting != spares_.end()) {
+    spare = std::move(*waiting);
+    spares_.erase(waiting);
   } else if (auto it = abandoned_.find(pid); it != abandoned_.end()) {
     spare = std::move(it->second);
     abandoned_.erase(it);
@@ -663,9 +745,9 @@ void Zygote::kill_all_children() {
     ::kill(pid, SIGKILL);
     if (!options_.isolate) ::kill(-pid, SIGKILL);
   }
-  if (spare_) {
-    spare_->handoff.reset();  // its script process sees EOF and leaves
-    ::kill(spare_->pid, SIGKILL);
+  for (auto& spare : spares_) {
+    spare.handoff.reset();  // its script process sees EOF and leaves
+    ::kill(spare.pid, SIGKILL);
   }
   for (auto& [pid, spare] : abandoned_) ::kill(pid, SIGKILL);
 }

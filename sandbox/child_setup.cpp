@@ -33,12 +33,18 @@ void prepare_run_namespace(const ChildSpec& spec) {
   setup_run_mounts(plan);
 }
 
+void prepare_run_process(const ChildSpec& spec) {
+  if (!spec.isolate) return;
+  // Depends on nothing of the run: done ahead (~80 prctl calls off the run's critical path).
+  drop_identity();
+}
+
 void lock_down(const ChildSpec& spec) {
   // Before anything of the run exists: every process it starts is counted and limited.
+  // (The kernel checks the rights of whoever opened the cgroup fds, so no capability is needed.)
   if (!spec.cgroup_join_fds.empty()) join_cgroups(spec.cgroup_join_fds);
   if (!spec.isolate) return;
   apply_rlimits(spec.limits, spec.timeout_seconds, spec.rlimit_fallbacks);
-  drop_identity();
   if (spec.seccomp != nullptr && !spec.seccomp->empty()) spec.seccomp->install();
 }
 

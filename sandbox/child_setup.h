@@ -1,7 +1,8 @@
 // The one place that applies the per-run sandbox layers, in this order:
 //   user namespace maps -> loopback -> mounts       (prepare_run_namespace, in the run's init)
-//   cgroup join -> rlimits -> identity (session, caps, no_new_privs) -> seccomp, last
-//                                                   (lock_down, in the script's process, once
+//   identity (session, caps, no_new_privs)          (prepare_run_process, in the script's
+//                                                    process, before its run arrives)
+//   cgroup join -> rlimits -> seccomp, last         (lock_down, in the script's process, once
 //                                                    its run has arrived)
 // A run is two processes: an init (pid 1 of the run's pid namespace, which only reaps and reports)
 // and the script's process, so that the script is not a pid-namespace init (which would ignore its
@@ -36,6 +37,8 @@ struct ChildSpec {
 
 // In the run's init, first thing after the clone into new namespaces. Throws SetupError.
 void prepare_run_namespace(const ChildSpec& spec);
+// In the script's process, right after its fork, before anything of a run. Throws SetupError.
+void prepare_run_process(const ChildSpec& spec);
 // In the script's process, right before user code (also unsandboxed: cgroups). Throws SetupError.
 void lock_down(const ChildSpec& spec);
 
