@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "mcp/asio_headers.h"
+#include "engine/asio_headers.h"
 #include "engine/interpreters.h"
 
 namespace mcp {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <optional>
 
-#include "mcp/asio_headers.h"
+#include "engine/asio_headers.h"
 #include "mcp/cli.h"
 #include "mcp/interpreter_catalog.h"
 #include "mcp/stdio_guard.h"

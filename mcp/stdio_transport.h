@@ -10,7 +10,7 @@
 #include <vector>
 
 
-#include "mcp/asio_headers.h"
+#include "engine/asio_headers.h"
 #include "mcp/unique_fd.h"
 
 namespace mcp {

@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "mcp/asio_headers.h"
+#include "engine/asio_headers.h"
 #include "mcp/server.h"
 #include "mcp/stdio_guard.h"
 

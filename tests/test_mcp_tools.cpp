@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mcp/asio_headers.h"
+#include "engine/asio_headers.h"
 #include "mcp/interpreter_catalog.h"
 #include "mcp/session.h"
 #include "mcp/tools/services.h"

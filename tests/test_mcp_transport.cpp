@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "mcp/asio_headers.h"
+#include "engine/asio_headers.h"
 #include "mcp/framing.h"
 #include "mcp/stdio_transport.h"
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mcp/asio_headers.h"
+#include "engine/asio_headers.h"
 #include "mcp/interpreter_catalog.h"
 #include "engine/engine.h"
 
