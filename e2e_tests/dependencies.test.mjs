@@ -270,6 +270,69 @@ describe('the environment cache bound', () => {
   });
 });
 
+describe('cache warming', () => {
+  async function warmState(client) {
+    const env = await client.callTool({ name: 'check_environment', arguments: {} });
+    return env.structuredContent?.engine?.environments?.cache_warming;
+  }
+  async function settledWarmState(client) {
+    for (let i = 0; i < 400; i++) {
+      const state = await warmState(client);
+      if (state && state !== 'not started' && state !== 'running') return state;
+      await sleep(250);
+    }
+    return warmState(client);
+  }
+
+  test('runs after start-up, is reported, and a failure is not retried at every start', async () => {
+    const cache = cacheDir();
+    // An index nothing listens on: the prefetch of packages the interpreter lacks must fail.
+    const args = ['--cache-dir', cache, '--index-url', 'http://127.0.0.1:9/simple', '--log-level', 'info'];
+    try {
+      const first = await connect(args);
+      let state;
+      try {
+        state = await settledWarmState(first.client);
+        const run = await first.client.callTool({ name: 'execute_python', arguments: { script: 'print(1)' } });
+        assert.equal(run.structuredContent?.stdout, '1\n', 'runs are served whatever warming does');
+      } finally {
+        await first.client.close();
+      }
+      assert.match(state, /^(failed: |done: )/, `first start: ${state}`);
+      const second = await connect(args);
+      try {
+        const again = await settledWarmState(second.client);
+        if (state.startsWith('failed')) {
+          assert.match(again, /^skipped: the last attempt \d+ min ago failed: /);
+        } else {
+          assert.match(again, /^done: .* min ago\)$/);
+        }
+        assert.doesNotMatch(second.stderr(), /installing \d+ requirement/, 'no installer ran again');
+      } finally {
+        await second.client.close();
+      }
+    } finally {
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  });
+
+  test('--no-warm-cache and --offline say so', async () => {
+    const cache = cacheDir();
+    try {
+      for (const [flag, expected] of [['--no-warm-cache', /^disabled \(--no-warm-cache\)$/], ['--offline', /^skipped: --offline$/]]) {
+        const conn = await connect(['--cache-dir', cache, flag]);
+        try {
+          assert.match(await settledWarmState(conn.client), expected, flag);
+        } finally {
+          await conn.client.close();
+        }
+      }
+    } finally {
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  });
+});
+
 let uvFound = false;
 try {
   execFileSync('uv', ['--version'], { stdio: 'ignore' });

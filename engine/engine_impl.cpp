@@ -34,6 +34,7 @@
 #include "engine/output_capture.h"
 #include "engine/script_metadata.h"
 #include "engine/zygote_process.h"
+#include "profiles/mpes_profiles.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/end_reason.h"
 #include "sandbox/probe.h"
@@ -208,6 +209,8 @@ class Core : public std::enable_shared_from_this<Core> {
   asio::io_context& io_;
   EngineConfig config_;
   asio::thread_pool pool_{1};
+  static constexpr std::chrono::seconds kWarmCacheDelay{10};
+  asio::steady_timer warm_timer_{io_};
   unsigned max_concurrent_ = 4;
   bool warm_ = false;
   bool shutting_down_ = false;
@@ -352,6 +355,19 @@ void Core::after_setup() {
     std::string error;
     bool wait = false;
     if (auto in = resolve(std::nullopt, error, wait)) zygote_for(*in);
+    // Cache warming comes last and a while later: the first calls have the CPU to themselves,
+    // and a server that lives only seconds (a one-off client, a test) starts no installer.
+    if (config_.warm_cache && default_interpreter_) {
+      std::weak_ptr<Core> weak = weak_from_this();
+      warm_timer_.expires_after(kWarmCacheDelay);
+      warm_timer_.async_wait([weak](const std::error_code& ec) {
+        auto self = weak.lock();
+        if (ec || !self || self->shutting_down_ || !self->default_interpreter_) return;
+        if (!self->envs_) self->envs_ = std::make_unique<Environments>(self->io_, environments_config(self->config_));
+        self->envs_->warm_cache(*self->default_interpreter_, parse_package_list(profiles::warmup_packages()),
+                                [](const std::string& status) { spdlog::info("cache warming {}", status); });
+      });
+    }
   }
   pump();
 }
@@ -974,11 +990,9 @@ void Core::environment_report(std::function<void(nlohmann::json)> done) {
     if (config_.policy.backend == sandbox::Backend::none) {
       report["sandbox_status"] = "disabled (--sandbox-backend none): runs are not isolated";
     }
-    if (!envs_) {
-      done(std::move(report));
-      return;
-    }
-    envs_->report([report, done](nlohmann::json environments) mutable {
+    if (!envs_) envs_ = std::make_unique<Environments>(io_, environments_config(config_));
+    envs_->report([report, done, warm = config_.warm_cache](nlohmann::json environments) mutable {
+      if (!warm) environments["cache_warming"] = "disabled (--no-warm-cache)";
       report["environments"] = std::move(environments);
       done(std::move(report));
     });
@@ -1027,6 +1041,7 @@ void Core::shutdown(std::function<void()> done) {
     return;
   }
   shutting_down_ = true;
+  warm_timer_.cancel();
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& run : pending) {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <random>
 #include <sstream>
@@ -429,6 +430,21 @@ std::vector<std::string> EnvironmentStore::evict() {
     spdlog::info("evicted environment {} ({} bytes) to stay within {} bytes", c.key, c.size, max_bytes_);
   }
   return evicted;
+}
+
+std::optional<EnvironmentStore::WarmRecord> EnvironmentStore::last_warm() const {
+  const std::string path = cache_dir_ + "/warm-cache.status";
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  auto text = read_small_file(path);
+  if (!text) return std::nullopt;
+  const auto end = text->find('\n');
+  WarmRecord record{text->substr(0, end), ::time(nullptr) - st.st_mtime};
+  return record;
+}
+
+void EnvironmentStore::record_warm(const std::string& status) const {
+  write_small_file(cache_dir_ + "/warm-cache.status", status + "\n");
 }
 
 }  // namespace engine

@@ -103,6 +103,14 @@ class EnvironmentStore {
   };
   Usage usage() const;
 
+  // The last cache-warming outcome (one line) and its age in seconds; nullopt when none.
+  struct WarmRecord {
+    std::string status;
+    std::int64_t age_seconds = 0;
+  };
+  std::optional<WarmRecord> last_warm() const;
+  void record_warm(const std::string& status) const;
+
  private:
   enum class LockKind { build, lease };
   std::string lock_path(const std::string& key, LockKind kind) const {

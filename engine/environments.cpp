@@ -346,8 +346,17 @@ void Environments::warm_cache(const Interpreter& interpreter, std::vector<std::s
                          done = std::move(done)]() mutable {
     std::string status;
     try {
+      self->open_store();
+      const auto last = self->store.last_warm();
+      // A fresh success is not repeated at every start; a failure (e.g. no index reachable) is
+      // retried only after an hour, so starting servers does not mean running installers.
       if (self->config.installer.index.offline) {
         status = "skipped: --offline";
+      } else if (last && last->status.rfind("done", 0) == 0 && last->age_seconds < 24 * 3600) {
+        status = last->status + " (" + std::to_string(last->age_seconds / 60) + " min ago)";
+      } else if (last && last->status.rfind("failed", 0) == 0 && last->age_seconds < 3600) {
+        status = "skipped: the last attempt " + std::to_string(last->age_seconds / 60) +
+                 " min ago " + last->status;
       } else {
         std::vector<Requirement> reqs;
         for (const auto& p : packages) {
@@ -380,6 +389,7 @@ void Environments::warm_cache(const Interpreter& interpreter, std::vector<std::s
           status = outcome.ok ? "done: " + std::to_string(missing.size()) + " package(s) cached"
                               : "failed: " + outcome.error;
         }
+        if (!self->stopped) self->store.record_warm(status);  // not an outcome: we stopped it
       }
     } catch (const std::exception& e) {
       status = std::string("failed: ") + e.what();

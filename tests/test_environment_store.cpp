@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -272,4 +273,25 @@ TEST_CASE("an unwritable cache directory is an actionable error", "[store]") {
   write_file(dir.path() + "/file", 1);
   EnvironmentStore store(dir.path() + "/file/cache", 1ull << 30);
   CHECK_THROWS_WITH(store.open(), Catch::Contains("--cache-dir"));
+}
+
+TEST_CASE("the last cache-warming outcome is kept with its age", "[store]") {
+  fixtures::TempDir dir;
+  EnvironmentStore store(dir.path() + "/cache", 1ull << 30);
+  store.open();
+  CHECK_FALSE(store.last_warm().has_value());
+  store.record_warm("failed: no index reachable");
+  auto last = store.last_warm();
+  REQUIRE(last.has_value());
+  CHECK(last->status == "failed: no index reachable");
+  CHECK(last->age_seconds >= 0);
+  CHECK(last->age_seconds < 60);
+  // An older record reads as older: the age comes from the file's modification time.
+  const auto path = dir.path() + "/cache/warm-cache.status";
+  fs::last_write_time(path, fs::last_write_time(path) - std::chrono::hours(2));
+  last = store.last_warm();
+  REQUIRE(last.has_value());
+  CHECK(last->age_seconds >= 2 * 3600 - 60);
+  store.record_warm("done: 3 package(s) cached");
+  CHECK(store.last_warm()->status == "done: 3 package(s) cached");
 }
