@@ -211,6 +211,10 @@ class Core : public std::enable_shared_from_this<Core> {
   asio::thread_pool pool_{1};
   static constexpr std::chrono::seconds kWarmCacheDelay{10};
   asio::steady_timer warm_timer_{io_};
+  // Zygotes other than the default's that served nothing for this long are stopped.
+  static constexpr std::chrono::minutes kZygoteIdleTimeout{10};
+  asio::steady_timer idle_timer_{io_};
+  void schedule_idle_sweep();
   unsigned max_concurrent_ = 4;
   bool warm_ = false;
   bool shutting_down_ = false;
@@ -355,6 +359,7 @@ void Core::after_setup() {
     std::string error;
     bool wait = false;
     if (auto in = resolve(std::nullopt, error, wait)) zygote_for(*in);
+    schedule_idle_sweep();
     // Cache warming comes last and a while later: the first calls have the CPU to themselves,
     // and a server that lives only seconds (a one-off client, a test) starts no installer.
     if (config_.warm_cache && default_interpreter_) {
@@ -448,6 +453,33 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, 
     if (auto self = weak.lock()) self->on_zygote_state(key, state, reason);
   });
   return zygote;
+}
+
+// Every minute: idle zygotes past kZygoteIdleTimeout give their memory back (the default's stays).
+void Core::schedule_idle_sweep() {
+  std::weak_ptr<Core> weak = weak_from_this();
+  idle_timer_.expires_after(std::chrono::minutes(1));
+  idle_timer_.async_wait([weak](const std::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->shutting_down_) return;
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = self->zygotes_.begin(); it != self->zygotes_.end();) {
+      const bool is_default =
+          (self->default_interpreter_ && self->default_interpreter_->executable == it->first) ||
+          (self->quick_default_ && self->quick_default_->executable == it->first);
+      const auto& z = *it->second;
+      if (!is_default && z.runs_in_flight() == 0 && z.state() == ZygoteProcess::State::ready &&
+          now - z.last_used() > kZygoteIdleTimeout) {
+        spdlog::info("stopping the zygote for {}: idle for {} min", it->first, kZygoteIdleTimeout.count());
+        it->second->stop();
+        self->leases_.erase(it->first);
+        it = self->zygotes_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    self->schedule_idle_sweep();
+  });
 }
 
 // --max-zygotes bounds the warm zygotes: before starting another, the least recently used idle
@@ -1042,6 +1074,7 @@ void Core::shutdown(std::function<void()> done) {
   }
   shutting_down_ = true;
   warm_timer_.cancel();
+  idle_timer_.cancel();
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& run : pending) {
