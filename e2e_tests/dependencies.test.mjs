@@ -270,6 +270,24 @@ describe('the environment cache bound', () => {
   });
 });
 
+describe('a cache dir under /tmp', () => {
+  test('works: environments are mounted at a fixed place, not at their host path', async () => {
+    // Every run gets its own /tmp, which would hide an environment mounted at /tmp/...
+    const cache = tempDir('mpes-e2e-tmpcache-');
+    const conn = await connect(serverArgs(cache));
+    try {
+      const { text, sc } = await run(conn.client,
+        'import mpes_chain, mpes_leaf\nprint(mpes_chain.LEAF, mpes_leaf.__file__.startswith("/tmp/"))\n',
+        ['mpes_chain', 'mpes-leaf==1.0']);
+      assert.equal(sc.stdout, '1.0 False\n', text);
+      assert.ok(fs.readdirSync(path.join(cache, 'envs')).length >= 1, 'the environment is in the cache dir');
+    } finally {
+      await conn.client.close();
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('cache warming', () => {
   async function warmState(client) {
     const env = await client.callTool({ name: 'check_environment', arguments: {} });

@@ -438,10 +438,7 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, 
         launch.preload.push_back(name);
       }
     }
-    if (env->site_dir) {
-      launch.interpreter.sys_path.insert(launch.interpreter.sys_path.begin(), *env->site_dir);
-    }
-    if (env->env_root) launch.policy.ro_paths.push_back(*env->env_root);
+    if (env->env_root) launch.env_root = *env->env_root;
     if (env->lease) leases_[key] = env->lease;
   }
   launch.rlimit_fallbacks.memory = !cgroups_.limits_memory();

@@ -28,6 +28,7 @@ namespace {
 using sandbox::UniqueFd;
 
 constexpr const char* kZygoteInside = "/run/mpes/zygote";
+constexpr const char* kEnvInside = "/run/mpes/env";
 constexpr std::size_t kStderrTailBytes = 2048;
 
 std::string errno_text(const std::string& what, int err) {
@@ -77,6 +78,10 @@ std::vector<std::string> zygote_arguments(const ZygoteLaunch& launch) {
   const Interpreter& in = launch.interpreter;
   const auto& limits = launch.policy.limits;
   const bool native = launch.policy.backend == sandbox::Backend::native;
+  std::vector<std::string> sys_path = in.sys_path;
+  if (!launch.env_root.empty()) {
+    sys_path.insert(sys_path.begin(), (native ? std::string(kEnvInside) : launch.env_root) + "/site");
+  }
   std::string run_path = "/usr/local/bin:/usr/bin:/bin";
   if (!in.executable.empty()) {
     const std::string bin = parent_dir(in.executable);
@@ -90,7 +95,7 @@ std::vector<std::string> zygote_arguments(const ZygoteLaunch& launch) {
           "--executable", in.executable,
           "--run-path", run_path,
           "--preload", join(launch.preload, ','),
-          "--sys-path", join(in.sys_path, '\n'),
+          "--sys-path", join(sys_path, '\n'),
           "--prefix", in.prefix,
           "--backend", native ? "native" : "none",
           "--network", launch.policy.network ? "on" : "off",
@@ -117,6 +122,7 @@ std::vector<std::string> bwrap_argv(const ZygoteLaunch& launch, const std::vecto
   box.network = launch.policy.network;
   box.binds.push_back({launch.zygote_path, kZygoteInside});
   for (const auto& path : binds) box.binds.push_back({path, path});
+  if (!launch.env_root.empty()) box.binds.push_back({launch.env_root, kEnvInside});
   box.data_files.push_back({data_fd, "/etc/passwd"});
   box.data_files.push_back({data_fd + 1, "/etc/group"});
   box.etc_allowlist = sandbox::default_etc_allowlist(launch.interpreter.major_minor);
@@ -326,6 +332,7 @@ void ZygoteProcess::spawn() {
       // opened here as root.
       std::vector<std::string> paths = {launch_.zygote_path};
       paths.insert(paths.end(), binds.begin(), binds.end());
+      if (!launch_.env_root.empty()) paths.push_back(launch_.env_root);
       std::vector<bool> dirs;
       for (const auto& path : paths) {
         struct stat st {};

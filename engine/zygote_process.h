@@ -31,6 +31,10 @@ struct ZygoteLaunch {
   std::string zygote_path;  // host path of mcp-python-exec-sandbox-zygote
   std::string bwrap_path;   // native backend
   std::vector<std::string> preload;
+  // A dependency environment (its root holds site/): mounted read-only at kEnvInside in the
+  // sandbox, whatever its host path (a cache under /tmp would be hidden by each run's own /tmp),
+  // and its site dir put first on sys.path.
+  std::string env_root;
   sandbox::RlimitFallbacks rlimit_fallbacks;
   // When the server runs as root, bubblewrap runs as this uid/gid (see DESIGN.md: a root-started
   // bwrap leaves runs unable to mount their own /proc; and the zygote never holds host root).
