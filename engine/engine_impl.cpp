@@ -2,8 +2,8 @@
 // the server's single-threaded io_context. Blocking work (interpreter discovery, cgroup setup,
 // the host probe) runs on a small thread pool and posts its result back.
 //
-// A run: queued -> dispatched to a ready zygote (script memfd + stdout/stderr pipes + cgroup
-// fds) -> STARTED (pidfd) -> EXITED (wait status, rusage) and both pipes at EOF -> result.
+// A run: queued -> dispatched to a ready zygote (script memfd + stdout/stderr/result pipes +
+// cgroup fds) -> STARTED (pidfd) -> EXITED (wait status, rusage) and all pipes at EOF -> result.
 // The server owns the deadline: at expiry (or on cancel/shutdown) the run's init is killed
 // through its pidfd, which takes the run's whole pid namespace with it.
 #include "engine/asio_headers.h"  // first: see there
@@ -32,6 +32,7 @@
 #include "engine/interpreter_cache.h"
 #include "engine/interpreters.h"
 #include "engine/output_capture.h"
+#include "engine/result_channel.h"
 #include "engine/script_metadata.h"
 #include "engine/zygote_process.h"
 #include "profiles/mpes_profiles.h"
@@ -121,9 +122,9 @@ class Core;
 
 // One execution request from queue to result.
 struct Run : std::enable_shared_from_this<Run> {
-  Run(asio::io_context& io, std::size_t limit)
-      : out_capture(limit), err_capture(limit), out_pipe(io), err_pipe(io), deadline(io),
-        answer_timer(io) {}
+  Run(asio::io_context& io, std::size_t limit, ResultLimits result_limits)
+      : out_capture(limit), err_capture(limit), out_pipe(io), err_pipe(io), result_pipe(io),
+        result_decoder(result_limits), deadline(io), answer_timer(io) {}
 
   enum class Phase { queued, dispatched, finished } phase = Phase::queued;
   std::uint64_t id = 0;
@@ -136,6 +137,11 @@ struct Run : std::enable_shared_from_this<Run> {
   asio::posix::stream_descriptor out_pipe, err_pipe;
   std::array<char, kReadChunk> out_buf{}, err_buf{};
   bool out_eof = false, err_eof = false;
+  // The runner's value, figures and notes (engine/result_channel.h), read like the output.
+  asio::posix::stream_descriptor result_pipe;
+  std::array<char, kReadChunk> result_buf{};
+  bool result_eof = false;
+  ResultDecoder result_decoder;
 
   // Dependencies (PEP 723 block merged with the parameter), resolved before dispatch.
   std::vector<Requirement> requirements;
@@ -195,6 +201,7 @@ class Core : public std::enable_shared_from_this<Core> {
   void evict_idle_zygotes();
   void dispatch(const std::shared_ptr<Run>& run, const std::shared_ptr<ZygoteProcess>& zygote);
   void read_pipe(const std::shared_ptr<Run>& run, bool is_stdout);
+  void read_result(const std::shared_ptr<Run>& run);
   void kill_run(const std::shared_ptr<Run>& run);
   void on_deadline(const std::shared_ptr<Run>& run);
   void maybe_finish(const std::shared_ptr<Run>& run);
@@ -257,7 +264,8 @@ class Handle final : public Engine::RunHandle {
 
 std::shared_ptr<Engine::RunHandle> Core::execute(RunRequest request, Engine::ProgressFn progress,
                                                  Engine::DoneFn done) {
-  auto run = std::make_shared<Run>(io_, config_.max_output_bytes);
+  auto run = std::make_shared<Run>(io_, config_.max_output_bytes,
+                                   ResultLimits{config_.max_output_bytes, config_.max_images});
   run->id = next_id_++;
   run->request = std::move(request);
   run->progress = std::move(progress);
@@ -441,6 +449,8 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, 
     if (env->env_root) launch.env_root = *env->env_root;
     if (env->lease) leases_[key] = env->lease;
   }
+  launch.max_value_bytes = config_.max_output_bytes;
+  launch.max_images = config_.max_images;
   launch.rlimit_fallbacks.memory = !cgroups_.limits_memory();
   launch.rlimit_fallbacks.processes = !cgroups_.limits_processes();
   auto zygote = std::make_shared<ZygoteProcess>(io_, std::move(launch));
@@ -683,7 +693,7 @@ void Core::dispatch(const std::shared_ptr<Run>& run, const std::shared_ptr<Zygot
   active_.insert(run);
   run->dispatched_at = Clock::now();
 
-  UniqueFd script, out_rd, out_wr, err_rd, err_wr;
+  UniqueFd script, out_rd, out_wr, err_rd, err_wr, result_rd, result_wr;
   std::vector<int> extra;
   sandbox::JoinFds join;
   try {
@@ -695,6 +705,9 @@ void Core::dispatch(const std::shared_ptr<Run>& run, const std::shared_ptr<Zygot
     if (::pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     err_rd.reset(p[0]);
     err_wr.reset(p[1]);
+    if (::pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    result_rd.reset(p[0]);
+    result_wr.reset(p[1]);
     if (cgroups_.limits_memory() || cgroups_.limits_processes()) {
       run->cgroup = sandbox::RunCgroup::create(cgroups_, "run-" + std::to_string(run->id),
                                                config_.policy.limits);
@@ -704,7 +717,7 @@ void Core::dispatch(const std::shared_ptr<Run>& run, const std::shared_ptr<Zygot
     fail(run, std::string("cannot prepare the run: ") + e.what());
     return;
   }
-  std::vector<int> fds = {script.get(), out_wr.get(), err_wr.get()};
+  std::vector<int> fds = {script.get(), out_wr.get(), err_wr.get(), result_wr.get()};
   for (int fd : join.fds()) fds.push_back(fd);
 
   std::weak_ptr<Core> weak = weak_from_this();
@@ -737,12 +750,16 @@ void Core::dispatch(const std::shared_ptr<Run>& run, const std::shared_ptr<Zygot
   }
   out_wr.reset();  // the run holds the only write ends now: EOF means the run is done with them
   err_wr.reset();
+  result_wr.reset();
   run->out_pipe.assign(out_rd.release());
   run->err_pipe.assign(err_rd.release());
+  run->result_pipe.assign(result_rd.release());
   run->out_pipe.non_blocking(true);
   run->err_pipe.non_blocking(true);
+  run->result_pipe.non_blocking(true);
   read_pipe(run, true);
   read_pipe(run, false);
+  read_result(run);
 
   run->deadline.expires_after(std::chrono::seconds(timeout));
   run->deadline.async_wait([weak, weak_run](const std::error_code& ec) {
@@ -768,6 +785,21 @@ void Core::read_pipe(const std::shared_ptr<Run>& run, bool is_stdout) {
       return;
     }
     self->read_pipe(run, is_stdout);
+  });
+}
+
+void Core::read_result(const std::shared_ptr<Run>& run) {
+  std::weak_ptr<Core> weak = weak_from_this();
+  run->result_pipe.async_read_some(asio::buffer(run->result_buf), [weak, run](const std::error_code& ec, std::size_t n) {
+    auto self = weak.lock();
+    if (!self || run->phase == Run::Phase::finished) return;
+    if (n > 0) run->result_decoder.append(std::string_view(run->result_buf.data(), n));
+    if (ec) {
+      run->result_eof = true;
+      self->maybe_finish(run);
+      return;
+    }
+    self->read_result(run);
   });
 }
 
@@ -818,7 +850,7 @@ void Core::cancel(const std::shared_ptr<Run>& run) {
 
 void Core::maybe_finish(const std::shared_ptr<Run>& run) {
   if (run->phase != Run::Phase::dispatched || !run->exited) return;
-  if (run->out_eof && run->err_eof) {
+  if (run->out_eof && run->err_eof && run->result_eof) {
     finish(run);
     return;
   }
@@ -860,6 +892,16 @@ void Core::finish(const std::shared_ptr<Run>& run) {
     }
     std::error_code ignored;
     pipe.close(ignored);
+  }
+  if (run->result_pipe.is_open()) {
+    char buf[16384];
+    for (int i = 0; i < 64; ++i) {
+      const ssize_t n = ::read(run->result_pipe.native_handle(), buf, sizeof buf);
+      if (n <= 0) break;
+      run->result_decoder.append(std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+    std::error_code ignored;
+    run->result_pipe.close(ignored);
   }
   active_.erase(run);
 
@@ -924,6 +966,16 @@ void Core::finish(const std::shared_ptr<Run>& run) {
     const int status = run->exited->wait_status;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
     result.end_reason = to_end_reason(sandbox::classify_end(evidence));
+    // What the runner reported, when its channel holds a complete, valid result (else nothing:
+    // a script can write to or close that fd, never make the run fail).
+    RunnerResult rich = run->result_decoder.finish();
+    if (run->result_decoder.failed()) {
+      spdlog::debug("run {}: no value or figures: result channel {}", run->id, run->result_decoder.error());
+    }
+    result.return_value_repr = std::move(rich.value_repr);
+    result.return_value_json = std::move(rich.value_json);
+    result.images = std::move(rich.images);
+    result.notes = std::move(rich.notes);
   } else {
     result.exit_code = -1;
     result.end_reason = EndReason::sandbox_error;

@@ -70,6 +70,8 @@ struct Options {
   sandbox::Limits limits;
   sandbox::RlimitFallbacks fallbacks;
   unsigned spares = 2;  // run children prepared ahead of their runs
+  std::uint64_t max_value_bytes = 102400;  // the runner's bound on a value's repr and JSON
+  unsigned max_images = 4;                 // figures a run returns at most
 };
 
 void log(const std::string& text) {
@@ -80,7 +82,7 @@ void log(const std::string& text) {
 [[noreturn]] void usage(const std::string& problem) {
   log(problem);
   log("usage: mcp-python-exec-sandbox-zygote (--libpython PATH | --spawn-executable PATH) --home PREFIX [--executable PATH] "
-      "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--backend native|none] [--network on|off] "
+      "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--max-value-bytes N] [--max-images N] [--backend native|none] [--network on|off] "
       "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
       "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
       "(control socket on fd 3; started by mcp-python-exec-sandbox)");
@@ -110,6 +112,8 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--sys-path") o.sys_path = value;
     else if (flag == "--prefix") o.prefix = value;
     else if (flag == "--spares") o.spares = static_cast<unsigned>(std::min<std::uint64_t>(8, number(flag, value)));
+    else if (flag == "--max-value-bytes") o.max_value_bytes = number(flag, value);
+    else if (flag == "--max-images") o.max_images = static_cast<unsigned>(std::min<std::uint64_t>(64, number(flag, value)));
     else if (flag == "--backend") o.isolate = value != "none";
     else if (flag == "--network") o.network = value != "off";
     else if (flag == "--tmpfs-bytes") o.limits.tmpfs_bytes = number(flag, value);
@@ -212,6 +216,11 @@ class Zygote {
   };
 
   bool boot_interpreter(int report_fd, std::string& warnings);
+  // The runner's result limits, as Python assignments appended to its source.
+  std::string result_limits_source() const {
+    return "\n_MPES_MAX_VALUE_BYTES = " + std::to_string(options_.max_value_bytes) +
+           "\n_MPES_MAX_IMAGES = " + std::to_string(options_.max_images) + "\n";
+  }
   void handle_control();
   bool create_spare();
   void top_up_spares();
@@ -354,7 +363,7 @@ bool Zygote::boot_interpreter(int report_fd, std::string& warnings) {
     return false;
   }
   if (py_->run(std::string(python_stubs::boot())) != 0 ||
-      py_->run(std::string(python_stubs::runner())) != 0) {
+      py_->run(std::string(python_stubs::runner()) + result_limits_source()) != 0) {
     log("the boot stub failed (traceback above)");
     return false;
   }
@@ -491,7 +500,7 @@ void Zygote::top_up_spares() {
 
 void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
   if (fds.size() < z::RunMessage::kFdCount) {
-    refuse(run.run_id, "RUN without its script/stdout/stderr fds");
+    refuse(run.run_id, "RUN without its script/stdout/stderr/result fds");
     return;
   }
   std::vector<int> raw;
@@ -590,7 +599,7 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
   std::string bootstrap;
   if (!py_) {
     bootstrap = std::string(python_stubs::spawn()) + "\n" + std::string(python_stubs::runner()) +
-                "\n_mpes_zygote_ready()\n_mpes_prepare()\n_mpes_run()\n";
+                result_limits_source() + "\n_mpes_zygote_ready()\n_mpes_prepare()\n_mpes_run()\n";
   }
 
   z::Received got = z::receive_message_blocking(kHandoffFd);
@@ -599,10 +608,14 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
       got.fds.size() < z::RunMessage::kFdCount) {
     ::_exit(0);  // no run for this spare (the zygote is stopping)
   }
-  // 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 status pipe, 5... cgroup.procs fds.
+  // 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 status pipe, 5 result channel, 6... cgroup.procs
+  // fds. The result fd stays inheritable until the runner marks it (so the spawn path's exec
+  // keeps it).
+  static_assert(z::kRunResultFd == 5);
   std::vector<int> wanted = {0, got.fds[z::RunMessage::kStdoutFd].get(),
                              got.fds[z::RunMessage::kStderrFd].get(),
-                             got.fds[z::RunMessage::kScriptFd].get(), kStatusFd};
+                             got.fds[z::RunMessage::kScriptFd].get(), kStatusFd,
+                             got.fds[z::RunMessage::kResultFd].get()};
   spec.cgroup_join_fds.clear();
   for (std::size_t i = z::RunMessage::kFdCount; i < got.fds.size(); ++i) {
     spec.cgroup_join_fds.push_back(static_cast<int>(wanted.size()));

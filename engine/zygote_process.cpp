@@ -106,7 +106,9 @@ std::vector<std::string> zygote_arguments(const ZygoteLaunch& launch) {
           "--file-size-bytes", std::to_string(limits.file_size_bytes),
           "--open-files", std::to_string(limits.open_files),
           "--rlimit-memory", launch.rlimit_fallbacks.memory ? "1" : "0",
-          "--rlimit-processes", launch.rlimit_fallbacks.processes ? "1" : "0"};
+          "--rlimit-processes", launch.rlimit_fallbacks.processes ? "1" : "0",
+          "--max-value-bytes", std::to_string(launch.max_value_bytes),
+          "--max-images", std::to_string(launch.max_images)};
 }
 
 std::vector<std::string> zygote_environment() {

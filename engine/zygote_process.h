@@ -36,6 +36,9 @@ struct ZygoteLaunch {
   // and its site dir put first on sys.path.
   std::string env_root;
   sandbox::RlimitFallbacks rlimit_fallbacks;
+  // What a run's result channel may carry (engine/result_channel.h): the runner bounds to these.
+  std::size_t max_value_bytes = 102400;
+  unsigned max_images = 4;
   // When the server runs as root, bubblewrap runs as this uid/gid (see DESIGN.md: a root-started
   // bwrap leaves runs unable to mount their own /proc; and the zygote never holds host root).
   uid_t unprivileged_uid = 65534;

@@ -2,7 +2,8 @@
 // small fixed-layout binary messages, with file descriptors attached as SCM_RIGHTS.
 //
 //   zygote -> server  READY    after warm-up (python version, zygote RSS)
-//   server -> zygote  RUN      + fds {script memfd (sealed), stdout write end, stderr write end}
+//   server -> zygote  RUN      + fds {script memfd (sealed), stdout write end, stderr write end,
+//                              result write end (engine/result_channel.h)}
 //   zygote -> server  STARTED  + fd {pidfd of the run's child}
 //   zygote -> server  EXITED   wait status + rusage of the run's process tree
 //   zygote -> server  REFUSED  the zygote could not fork this run (reason)
@@ -22,6 +23,9 @@ namespace engine::zygote {
 
 // The fd number the zygote finds its end of the control socket on.
 inline constexpr int kControlFd = 3;
+// The fd number a run's process finds the write end of its result channel on (the runner marks
+// it close-on-exec: the script's subprocesses do not inherit it).
+inline constexpr int kRunResultFd = 5;
 // Largest encoded message; strings are cut to fit.
 inline constexpr std::size_t kMaxMessageBytes = 4096;
 inline constexpr std::size_t kMaxFdsPerMessage = 8;
@@ -41,7 +45,7 @@ struct RunMessage {
   std::uint32_t timeout_seconds = 0;  // the wall deadline (server-owned); the CPU limit default
   std::uint32_t flags = kRunFlagNone;
   // Attached fds, in this order.
-  static constexpr std::size_t kScriptFd = 0, kStdoutFd = 1, kStderrFd = 2, kFdCount = 3;
+  static constexpr std::size_t kScriptFd = 0, kStdoutFd = 1, kStderrFd = 2, kResultFd = 3, kFdCount = 4;
 };
 
 struct StartedMessage {

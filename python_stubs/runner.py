@@ -1,6 +1,24 @@
 # Per-run runner stub: defined in the zygote; _mpes_prepare() runs in a run's child forked ahead
 # of its run, _mpes_run() once the run has arrived and the sandbox is locked down.
 
+# The result channel (engine/result_channel.h): frames of a u32 little-endian payload length, a
+# u8 type and the payload, on this fd, for the value of the last expression, figures, notes and
+# an end record. The server validates all of it; the script can reach the fd.
+_MPES_RESULT_FD = 5
+_MPES_VALUE_REPR, _MPES_VALUE_JSON, _MPES_IMAGE_PNG, _MPES_NOTE, _MPES_END = 1, 2, 3, 4, 5
+_MPES_MAX_IMAGE_BYTES = 1 << 20
+_MPES_MAX_IMAGE_SIDE = 1568
+# Set again by the zygote from the server's --max-output-bytes and --max-images.
+_MPES_MAX_VALUE_BYTES = 102400
+_MPES_MAX_IMAGES = 4
+_MPES_CHANNEL = None  # (st_dev, st_ino) of the channel as the run found it
+_MPES_FIGURES = None  # per run: what was done with the figures so far
+# Compiler flags: ast.PyCF_ONLY_AST, ast.PyCF_ALLOW_TOP_LEVEL_AWAIT (without importing ast);
+# inspect.CO_COROUTINE.
+_MPES_ONLY_AST = 0x400
+_MPES_TOP_LEVEL_AWAIT = 0x2000
+_MPES_CO_COROUTINE = 0x80
+
 
 def _mpes_zygote_ready():
     # Once, in the zygote, after boot: the interpreter is put in the state every run starts
@@ -30,6 +48,18 @@ def _mpes_zygote_ready():
     sys.argv = ["script.py"]
     sys.path.insert(0, work)
 
+    # The AST node classes a run needs, without importing ast.
+    global _MPES_EXPR, _MPES_EXPRESSION
+    _MPES_EXPR = type(compile("0", "<mpes>", "exec", _MPES_ONLY_AST).body[0])
+    _MPES_EXPRESSION = type(compile("0", "<mpes>", "eval", _MPES_ONLY_AST))
+    # Figures shown and then closed are captured by wrapping pyplot.show, at import time (the
+    # finder is asked only about modules not imported yet, and answers only for pyplot).
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        _mpes_hook_show(plt)
+    else:
+        sys.meta_path.insert(0, _MpesPyplotFinder)
+
     gc.collect()
     # Objects of the warm interpreter move to the permanent generation: collections in the
     # children never touch (and so never copy) their pages.
@@ -58,7 +88,8 @@ def _mpes_prepare():
     # allocator's pages shared with the zygote get their copy-on-write copies here rather than
     # after the run arrived (measured: ~110 of ~120 page faults of a hello run move off its path).
     from importlib.util import decode_source
-    compile(decode_source(b"print('warm')\n"), "script.py", "exec", dont_inherit=True)
+    decode_source(b"print('warm')\n")
+    _mpes_compile(b"print('warm')\n")
 
 
 def _mpes_run():
@@ -77,6 +108,13 @@ def _mpes_run():
         chunks.append(chunk)
     source = b"".join(chunks)
     os.set_inheritable(3, False)  # stays open (it is __main__.__file__), but not in subprocesses
+    global _MPES_CHANNEL
+    try:
+        os.set_inheritable(_MPES_RESULT_FD, False)
+        st = os.fstat(_MPES_RESULT_FD)
+        _MPES_CHANNEL = (st.st_dev, st.st_ino)
+    except OSError:
+        _MPES_CHANNEL = None
 
     main = _MPES_MAIN
     zygote_main = sys.modules["__main__"]  # keeps our own globals alive while we run
@@ -92,30 +130,38 @@ def _mpes_run():
     linecache.cache["script.py"] = (len(text), None, text.splitlines(True), "script.py")
 
     code = 0
+    compiled = None
     try:
-        compiled = compile(source, "script.py", "exec", dont_inherit=True)
+        compiled = _mpes_compile(source)
     except SyntaxError as e:
+        # As `python script.py` shows it: no traceback, the offending line.
+        e.__traceback__ = None
+        if e.text is None and e.filename == "script.py" and e.lineno:
+            e.text = linecache.getline("script.py", e.lineno) or None
         _mpes_print_exception(e)
-        compiled = None
         code = 1
     except (ValueError, UnicodeDecodeError) as e:  # e.g. null bytes, undecodable source
         print(f"SyntaxError: {e}", file=sys.stderr)
-        compiled = None
         code = 1
+    value = None
     if compiled is not None:
         try:
-            exec(compiled, main.__dict__)
+            value = _mpes_execute(compiled[0], compiled[1], main.__dict__)
         except SystemExit as e:
             code = _mpes_exit_code(e)
         except BaseException as e:
-            # Skip our own frame: the traceback starts in the user's script.
-            if e.__traceback__ is not None:
-                e.__traceback__ = e.__traceback__.tb_next
+            e.__traceback__ = _mpes_user_traceback(e.__traceback__)
             _mpes_print_exception(e)
             code = 1
             if isinstance(e, KeyboardInterrupt):
                 code = -2
+    if value is not None:
+        _mpes_send_value(value)
+        value = None
+    # Before atexit: pyplot closes every figure there.
+    _mpes_send_figures()
     code = _mpes_shutdown(code)
+    _mpes_send_end(code)
     del zygote_main
     if code == -2:  # like CPython: die of SIGINT after an uncaught KeyboardInterrupt
         import signal
@@ -176,3 +222,259 @@ def _mpes_shutdown(code):
             if stream is sys.stdout and code == 0:
                 code = 120  # CPython's status when flushing stdout fails at exit
     return code
+
+
+def _mpes_compile(source):
+    # (module code, last expression code): when the module's last statement is an expression
+    # it is compiled apart, so that its value can be returned (Jupyter's semantics). Both keep
+    # the script's line numbers; top-level await makes either a coroutine.
+    flags = _MPES_TOP_LEVEL_AWAIT
+    tree = compile(source, "script.py", "exec", flags | _MPES_ONLY_AST, dont_inherit=True)
+    body = tree.body
+    expr = None
+    if body and type(body[-1]) is _MPES_EXPR:
+        expr = compile(_MPES_EXPRESSION(body.pop().value), "script.py", "eval", flags, dont_inherit=True)
+    code = compile(tree, "script.py", "exec", flags, dont_inherit=True) if body or expr is None else None
+    return code, expr
+
+
+def _mpes_execute(code, expr, namespace):
+    # Runs the module, then returns the value of its last expression (None when there is none).
+    body_async = code is not None and code.co_flags & _MPES_CO_COROUTINE
+    expr_async = expr is not None and expr.co_flags & _MPES_CO_COROUTINE
+    if not body_async:
+        if code is not None:
+            exec(code, namespace)
+        if expr is None:
+            return None
+        if not expr_async:
+            return eval(expr, namespace)
+        import asyncio
+        return asyncio.run(eval(expr, namespace))
+    import asyncio
+
+    async def module():  # one event loop for the module and its last expression
+        await eval(code, namespace)
+        if expr is None:
+            return None
+        value = eval(expr, namespace)
+        return (await value) if expr_async else value
+    return asyncio.run(module())
+
+
+def _mpes_user_traceback(tb):
+    # The traceback starts in the user's script: our frames (and asyncio's, for top-level
+    # await) are left out.
+    t = tb
+    while t is not None and t.tb_frame.f_code.co_filename != "script.py":
+        t = t.tb_next
+    if t is None and tb is not None:
+        return tb.tb_next
+    return t
+
+
+def _mpes_send(kind, payload):
+    # One frame on the result channel; False when the channel is gone (closed or replaced by
+    # the script: then nothing more is sent, and the run simply has no value).
+    global _MPES_CHANNEL
+    if _MPES_CHANNEL is None:
+        return False
+    import os
+    if isinstance(payload, str):
+        payload = payload.encode("utf-8", "backslashreplace")
+    frame = memoryview(len(payload).to_bytes(4, "little") + bytes((kind,)) + payload)
+    try:
+        st = os.fstat(_MPES_RESULT_FD)
+        if (st.st_dev, st.st_ino) != _MPES_CHANNEL:
+            raise OSError("the result channel was replaced")
+        while frame:
+            frame = frame[os.write(_MPES_RESULT_FD, frame):]
+    except OSError:
+        _MPES_CHANNEL = None
+        return False
+    return True
+
+
+def _mpes_bound(data, limit):
+    # Head and tail of an over-long text with a marker between, as the server keeps stdout.
+    budget = max(0, limit - len(f"\n[... {len(data)} bytes dropped ...]\n"))
+    head = data[:budget * 2 // 5].decode("utf-8", "ignore").encode()
+    tail = data[len(data) - (budget - len(head)):] if budget > len(head) else b""
+    tail = tail.decode("utf-8", "ignore").encode()
+    marker = f"\n[... {len(data) - len(head) - len(tail)} bytes dropped ...]\n".encode()
+    return (head + marker + tail)[:limit]
+
+
+def _mpes_send_value(value):
+    try:
+        text = repr(value)
+    except Exception as e:
+        _mpes_send(_MPES_NOTE, f"the last expression's value has no repr ({type(e).__name__}: {e})"[:1000])
+        return
+    limit = _MPES_MAX_VALUE_BYTES
+    data = text.encode("utf-8", "backslashreplace")
+    if len(data) > limit:
+        _mpes_send(_MPES_VALUE_REPR, _mpes_bound(data, limit))
+        return  # no JSON for a value too big to show whole
+    if _mpes_send(_MPES_VALUE_REPR, data):
+        data = _mpes_json(value, limit)
+        if data is not None:
+            _mpes_send(_MPES_VALUE_JSON, data)
+
+
+def _mpes_json(value, limit):
+    # The value as JSON after its natural conversion (numpy scalars and arrays, pandas objects;
+    # only when the script imported them), or None.
+    import sys
+    np = sys.modules.get("numpy")
+    pd = sys.modules.get("pandas")
+    if np is not None or pd is not None:
+        size = getattr(value, "size", None)
+        if isinstance(size, int) and size * 2 > limit:
+            return None  # an array's repr is summarised, its JSON would not be
+
+    def natural(o):
+        if np is not None:
+            if isinstance(o, np.generic):
+                return o.item()
+            if isinstance(o, np.ndarray):
+                return o.tolist()
+        if pd is not None:
+            if isinstance(o, pd.DataFrame):
+                return o.to_dict()
+            if isinstance(o, pd.Series):
+                return o.tolist()
+        raise TypeError(f"{type(o).__name__} is not JSON serializable")
+    try:
+        import json
+        data = json.dumps(value, default=natural, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except Exception:  # not serialisable, NaN, a cycle, too deep, lone surrogates
+        return None
+    return data if len(data) <= limit else None
+
+
+def _mpes_send_end(code):
+    import os
+    t = os.times()
+    status = code & 0xFF if code >= 0 else max(code, -(1 << 31))
+    payload = status.to_bytes(4, "little", signed=True) + b"".join(
+        int(s * 1e6).to_bytes(8, "little", signed=True)
+        for s in (t.user, t.system, t.children_user, t.children_system))
+    _mpes_send(_MPES_END, payload)
+
+
+class _MpesPyplotFinder:
+    # On sys.meta_path: when matplotlib.pyplot is imported, its show() gets wrapped.
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        try:
+            import sys
+            for finder in sys.meta_path:
+                find = getattr(finder, "find_spec", None)
+                if finder is cls or find is None:
+                    continue
+                spec = find(name, path, target)
+                if spec is not None:
+                    break
+            else:
+                return None
+            loader = spec.loader
+            exec_module = loader.exec_module
+
+            def exec_and_hook(module):
+                exec_module(module)
+                _mpes_hook_show(module)
+            loader.exec_module = exec_and_hook
+            return spec
+        except Exception:
+            return None  # the import proceeds as it would without us
+
+
+def _mpes_hook_show(plt):
+    show = getattr(plt, "show", None)
+    if show is None or getattr(show, "_mpes_show", None) is not None:
+        return
+
+    def wrapper(*args, **kwargs):
+        result = show(*args, **kwargs)  # a no-op under Agg: the figures stay open
+        _mpes_capture_figures()
+        return result
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, attr, getattr(show, attr))
+        except Exception:
+            pass
+    wrapper.__wrapped__ = wrapper._mpes_show = show
+    plt.show = wrapper
+
+
+def _mpes_capture_figures():
+    # Renders the open figures not rendered yet, or changed since (stale), as PNG frames.
+    import sys
+    helpers = sys.modules.get("matplotlib._pylab_helpers")
+    if helpers is None or "matplotlib.pyplot" not in sys.modules:
+        return
+    global _MPES_FIGURES
+    if _MPES_FIGURES is None:
+        _MPES_FIGURES = {"sent": 0, "dropped": 0, "seen": {}, "notes": []}
+    state = _MPES_FIGURES
+    try:
+        managers = sorted(helpers.Gcf.get_all_fig_managers(), key=lambda m: m.num)
+        for manager in managers:
+            fig = manager.canvas.figure
+            if id(fig) in state["seen"] and not fig.stale:
+                continue
+            state["seen"][id(fig)] = fig
+            if not fig.axes and not fig.lines:
+                continue  # an empty figure (e.g. cleared after show) is no image
+            if state["sent"] >= _MPES_MAX_IMAGES:
+                state["dropped"] += 1
+            else:
+                png = _mpes_render(fig, state["notes"])
+                if png is not None and _mpes_send(_MPES_IMAGE_PNG, png):
+                    state["sent"] += 1
+            fig.stale = False  # drawn as it is now (rendering at another dpi left it "stale")
+    except Exception as e:
+        state["notes"].append(f"figures could not be captured ({type(e).__name__}: {e})"[:1000])
+
+
+def _mpes_render(fig, notes):
+    # PNG within _MPES_MAX_IMAGE_SIDE px and _MPES_MAX_IMAGE_BYTES: at the figure's own dpi
+    # when it fits, else at a lower one.
+    import io
+    try:
+        w, h = fig.get_size_inches()
+        dpi = float(fig.dpi)
+        if max(w, h) * dpi > _MPES_MAX_IMAGE_SIDE:
+            dpi = _MPES_MAX_IMAGE_SIDE / max(w, h)
+        for _ in range(4):
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=dpi)
+            data = buf.getvalue()
+            side = max(int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big"))
+            if len(data) <= _MPES_MAX_IMAGE_BYTES and 0 < side <= _MPES_MAX_IMAGE_SIDE:
+                return data
+            dpi *= 0.95 * min(_MPES_MAX_IMAGE_SIDE / max(side, 1),
+                              (_MPES_MAX_IMAGE_BYTES / len(data)) ** 0.5)
+        notes.append(f"figure {fig.number} left out: no PNG of it fits 1 MiB")
+    except Exception as e:
+        notes.append(f"a figure could not be rendered ({type(e).__name__}: {e})"[:1000])
+    return None
+
+
+def _mpes_send_figures():
+    # At the end of a run: figures still open (or changed since shown), then the notes.
+    import sys
+    if _MPES_FIGURES is None and "matplotlib.pyplot" not in sys.modules:
+        return
+    _mpes_capture_figures()
+    state = _MPES_FIGURES
+    if state is None:
+        return
+    for note in state["notes"][:4]:
+        _mpes_send(_MPES_NOTE, note)
+    n = state["dropped"]
+    if n:
+        _mpes_send(_MPES_NOTE, f"{n} figure{'s' if n != 1 else ''} dropped (--max-images {_MPES_MAX_IMAGES})")

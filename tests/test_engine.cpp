@@ -20,6 +20,7 @@
 
 #include "engine/asio_headers.h"
 #include "engine/engine.h"
+#include "engine/result_channel.h"
 #include "engine/zygote_process.h"
 
 using namespace std::chrono_literals;
@@ -102,6 +103,32 @@ TEST_CASE("engine: exit codes, signals and separate streams", "[engine]") {
   CHECK(r.exit_code == -15);
   CHECK(r.end_reason == engine::EndReason::signal);
   CHECK_FALSE(r.timed_out);
+}
+
+TEST_CASE("engine: the value of the last expression comes through the result channel", "[engine]") {
+  Harness h;
+  auto r = h.run("x = 20\nx * 2 + 2\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.stdout_stream.text.empty());
+  REQUIRE(r.return_value_repr);
+  CHECK(*r.return_value_repr == "42");
+  REQUIRE(r.return_value_json);
+  CHECK(*r.return_value_json == 42);
+  CHECK(r.usage.cpu_ms >= 0);
+
+  r = h.run("print('no value')\nNone\n");
+  CHECK(r.stdout_stream.text == "no value\n");
+  CHECK_FALSE(r.return_value_repr);
+
+  // A script that writes garbage to the channel, or closes it, still gets its normal result.
+  r = h.run("import os\nos.write(5, b'garbage' * 1000)\nprint('ok')\n7\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.stdout_stream.text == "ok\n");
+  CHECK_FALSE(r.return_value_repr);
+  r = h.run("import os\nos.close(5)\nprint('closed')\n7\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.stdout_stream.text == "closed\n");
+  CHECK_FALSE(r.return_value_repr);
 }
 
 TEST_CASE("engine: a run past its deadline is killed and answered with its output so far", "[engine]") {
@@ -280,9 +307,10 @@ TEST_CASE("spawn path: an interpreter without a shared libpython runs a fresh on
   while (!state && std::chrono::steady_clock::now() < until) io.run_for(20ms);
   REQUIRE(state == engine::ZygoteProcess::State::ready);
 
-  int p_out[2], p_err[2];
+  int p_out[2], p_err[2], p_result[2];
   REQUIRE(::pipe2(p_out, O_CLOEXEC) == 0);
   REQUIRE(::pipe2(p_err, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(p_result, O_CLOEXEC) == 0);
   const std::string script = "import sys\nprint('spawned', sys.argv)\nsys.exit(5)\n";
   const int memfd = static_cast<int>(::syscall(SYS_memfd_create, "s", MFD_CLOEXEC));
   REQUIRE(::write(memfd, script.data(), script.size()) == static_cast<ssize_t>(script.size()));
@@ -292,10 +320,11 @@ TEST_CASE("spawn path: an interpreter without a shared libpython runs a fresh on
   callbacks.started = [](pid_t, sandbox::UniqueFd) {};
   callbacks.exited = [&](const engine::zygote::ExitedMessage& m) { status = m.wait_status; };
   callbacks.failed = [&](const std::string& why) { FAIL(why); };
-  REQUIRE(zygote->run(1, 30, {memfd, p_out[1], p_err[1]}, callbacks));
+  REQUIRE(zygote->run(1, 30, {memfd, p_out[1], p_err[1], p_result[1]}, callbacks));
   ::close(memfd);
   ::close(p_out[1]);
   ::close(p_err[1]);
+  ::close(p_result[1]);
   while (!status && std::chrono::steady_clock::now() < until) io.run_for(20ms);
   REQUIRE(status);
   CHECK(WIFEXITED(*status));
@@ -304,8 +333,18 @@ TEST_CASE("spawn path: an interpreter without a shared libpython runs a fresh on
   char buf[256];
   for (ssize_t n; (n = ::read(p_out[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
   CHECK(out == "spawned ['script.py']\n");
+  // The result channel survived the exec: the runner's end record carries the exit code.
+  engine::ResultDecoder decoder(engine::ResultLimits{});
+  for (ssize_t n; (n = ::read(p_result[0], buf, sizeof buf)) > 0;) {
+    decoder.append(std::string_view(buf, static_cast<std::size_t>(n)));
+  }
+  const auto rich = decoder.finish();
+  INFO(decoder.error());
+  REQUIRE(rich.end);
+  CHECK(rich.end->exit_code == 5);
   ::close(p_out[0]);
   ::close(p_err[0]);
+  ::close(p_result[0]);
   bool reaped = false;
   zygote->stop([&] { reaped = true; });
   while (!reaped && std::chrono::steady_clock::now() < until + 10s) io.run_for(20ms);
