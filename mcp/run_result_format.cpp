@@ -9,10 +9,6 @@ using json = nlohmann::json;
 
 namespace {
 
-bool usage_known(const engine::RunUsage& usage) {
-  return usage.wall_ms > 0 || usage.cpu_ms >= 0 || usage.peak_memory_bytes >= 0;
-}
-
 double to_mb(std::int64_t bytes) {
   // One decimal is what a human (or an LLM) compares; the raw bytes are not more useful.
   const double mb = static_cast<double>(bytes) / (1024.0 * 1024.0);
@@ -41,14 +37,13 @@ std::string format_run_text(const engine::RunResult& result) {
   }
   parts.push_back("--- duration_ms: " + std::to_string(result.duration_ms) + " ---");
   if (result.timed_out) parts.emplace_back("--- timed_out: true ---");
-  if (usage_known(result.usage)) {
-    std::string usage = "--- usage: wall_ms=" + std::to_string(result.usage.wall_ms);
-    if (result.usage.cpu_ms >= 0) usage += " cpu_ms=" + std::to_string(result.usage.cpu_ms);
-    if (result.usage.peak_memory_bytes >= 0) {
-      usage += " peak_memory_mb=" + one_decimal(to_mb(result.usage.peak_memory_bytes));
-    }
-    parts.push_back(usage + " ---");
+  // Accounting, in every result: what is unknown is left out; the end reason always shows.
+  std::string usage = "--- usage: wall_ms=" + std::to_string(result.usage.wall_ms);
+  if (result.usage.cpu_ms >= 0) usage += " cpu_ms=" + std::to_string(result.usage.cpu_ms);
+  if (result.usage.peak_memory_bytes >= 0) {
+    usage += " peak_memory_mb=" + one_decimal(to_mb(result.usage.peak_memory_bytes));
   }
+  parts.push_back(usage + " end=" + std::string(engine::to_string(result.end_reason)) + " ---");
   std::string text;
   for (const auto& part : parts) {
     if (!text.empty()) text += '\n';
@@ -78,14 +73,13 @@ json run_structured_content(const engine::RunResult& result) {
     if (result.return_value_json) value["json"] = *result.return_value_json;
     out["return_value"] = std::move(value);
   }
-  if (usage_known(result.usage)) {
-    json usage = {{"wall_ms", result.usage.wall_ms}};
-    if (result.usage.cpu_ms >= 0) usage["cpu_ms"] = result.usage.cpu_ms;
-    if (result.usage.peak_memory_bytes >= 0) {
-      usage["peak_memory_mb"] = to_mb(result.usage.peak_memory_bytes);
-    }
-    out["usage"] = std::move(usage);
+  json usage = {{"wall_ms", result.usage.wall_ms}, {"end_reason", engine::to_string(result.end_reason)}};
+  if (result.usage.cpu_ms >= 0) usage["cpu_ms"] = result.usage.cpu_ms;
+  if (result.usage.peak_memory_bytes >= 0) {
+    usage["peak_memory_mb"] = to_mb(result.usage.peak_memory_bytes);
+    usage["peak_memory_bytes"] = result.usage.peak_memory_bytes;
   }
+  out["usage"] = std::move(usage);
   if (result.service_error) out["service_error"] = *result.service_error;
   return out;
 }
@@ -120,9 +114,14 @@ json run_output_schema() {
              {"required", {"repr"}}}},
            {"usage",
             {{"type", "object"},
+             {"description", "Accounting of the run: wall time, CPU time (user+sys of its whole process tree), peak memory"},
              {"properties",
-              {{"wall_ms", integer}, {"cpu_ms", integer}, {"peak_memory_mb", {{"type", "number"}}}}},
-             {"required", {"wall_ms"}}}},
+              {{"wall_ms", integer},
+               {"cpu_ms", integer},
+               {"peak_memory_mb", {{"type", "number"}}},
+               {"peak_memory_bytes", integer},
+               {"end_reason", string}}},
+             {"required", {"wall_ms", "end_reason"}}}},
            {"service_error", {{"type", "string"}, {"description", "Set when the service itself failed"}}},
        }},
       {"required",

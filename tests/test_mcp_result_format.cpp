@@ -18,8 +18,11 @@ engine::RunResult hello() {
 }
 }  // namespace
 
-TEST_CASE("plain run: the Python server's sections, nothing more") {
-  CHECK(mcp::format_run_text(hello()) == "--- stdout ---\nhello\n\n--- exit_code: 0 ---\n--- duration_ms: 12 ---");
+TEST_CASE("plain run: the Python server's sections, then the usage line") {
+  auto r = hello();
+  r.usage.wall_ms = 12;
+  CHECK(mcp::format_run_text(r) ==
+        "--- stdout ---\nhello\n\n--- exit_code: 0 ---\n--- duration_ms: 12 ---\n--- usage: wall_ms=12 end=exit ---");
 }
 
 TEST_CASE("stderr, return value, end reason, timeout and usage in their places") {
@@ -41,14 +44,14 @@ TEST_CASE("stderr, return value, end reason, timeout and usage in their places")
         "--- end: timeout ---\n"
         "--- duration_ms: 1003 ---\n"
         "--- timed_out: true ---\n"
-        "--- usage: wall_ms=1003 cpu_ms=998 peak_memory_mb=12.3 ---");
+        "--- usage: wall_ms=1003 cpu_ms=998 peak_memory_mb=12.3 end=timeout ---");
 }
 
 TEST_CASE("usage shows only what is known") {
   auto r = hello();
   r.stdout_stream.text = "";
   r.usage.wall_ms = 5;
-  CHECK(mcp::format_run_text(r) == "--- exit_code: 0 ---\n--- duration_ms: 12 ---\n--- usage: wall_ms=5 ---");
+  CHECK(mcp::format_run_text(r) == "--- exit_code: 0 ---\n--- duration_ms: 12 ---\n--- usage: wall_ms=5 end=exit ---");
 }
 
 TEST_CASE("a signal death is reported with its end reason") {
@@ -56,7 +59,8 @@ TEST_CASE("a signal death is reported with its end reason") {
   r.stdout_stream.text = "";
   r.exit_code = -11;
   r.end_reason = engine::EndReason::signal;
-  CHECK(mcp::format_run_text(r) == "--- exit_code: -11 ---\n--- end: signal ---\n--- duration_ms: 12 ---");
+  CHECK(mcp::format_run_text(r) ==
+        "--- exit_code: -11 ---\n--- end: signal ---\n--- duration_ms: 12 ---\n--- usage: wall_ms=0 end=signal ---");
 }
 
 TEST_CASE("structuredContent carries every field") {
@@ -81,7 +85,9 @@ TEST_CASE("structuredContent carries every field") {
   CHECK(s["return_value"]["repr"] == "[1, 2]");
   CHECK(s["return_value"]["json"] == json::array({1, 2}));
   CHECK(s["usage"]["wall_ms"] == 3);
+  CHECK(s["usage"]["end_reason"] == "exit");
   CHECK_FALSE(s["usage"].contains("cpu_ms"));
+  CHECK_FALSE(s["usage"].contains("peak_memory_bytes"));
   CHECK(s["notes"] == json::array({"1 figure dropped"}));
   CHECK_FALSE(s.contains("service_error"));
   // Every required property of the schema is present.

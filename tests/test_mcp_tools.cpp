@@ -276,10 +276,12 @@ TEST_CASE("execute_python: clamps the timeout, forwards progress, formats the re
   engine::RunResult result;
   result.stdout_stream.text = "1\n";
   result.duration_ms = 3;
+  result.usage.wall_ms = 3;
   h.engine.done_fns[0](result);
   REQUIRE(h.out.size() == 1);
   CHECK(h.out[0]["id"] == 1);
-  CHECK(text_of(h.out[0]) == "--- stdout ---\n1\n\n--- exit_code: 0 ---\n--- duration_ms: 3 ---");
+  CHECK(text_of(h.out[0]) ==
+        "--- stdout ---\n1\n\n--- exit_code: 0 ---\n--- duration_ms: 3 ---\n--- usage: wall_ms=3 end=exit ---");
   CHECK(h.out[0]["result"]["structuredContent"]["stdout"] == "1\n");
   CHECK(h.out[0]["result"]["isError"] == false);
 }
