@@ -10,11 +10,13 @@
 //   note        UTF-8 text for the caller, e.g. "2 figures dropped (--max-images 4)"
 //   end         i32 exit code, then i64 user, system, children's user, children's system CPU
 //               microseconds (the runner's own os.times() just before it exits); last frame
+// A run with nothing to report (no value, no figure, no note) writes nothing at all: an empty
+// stream is a valid, empty result.
 //
 // The script can reach the fd, so nothing in it is trusted: a result counts only when the
-// stream is a well-formed sequence within the limits that ends with exactly one `end` frame.
-// Anything else (garbage, a closed fd, a run killed midway) yields no value, no images and no
-// notes; the run's output and exit status are unaffected.
+// stream is empty or a well-formed sequence within the limits that ends with exactly one `end`
+// frame. Anything else (garbage, a closed fd, a run killed midway) yields no value, no images
+// and no notes; the run's output and exit status are unaffected.
 #pragma once
 
 #include <cstddef>
@@ -56,7 +58,7 @@ struct RunnerResult {
   std::optional<nlohmann::json> value_json;
   std::vector<Image> images;  // base64-encoded PNGs
   std::vector<std::string> notes;
-  std::optional<RunnerEnd> end;
+  std::optional<RunnerEnd> end;  // absent for an empty stream
 };
 
 class ResultDecoder {
@@ -68,7 +70,8 @@ class ResultDecoder {
   void append(std::string_view bytes);
 
   // Once the pipe is at EOF (or the run is over): the validated result, or an empty one when
-  // the stream was malformed, over a limit or cut short (then error() says why).
+  // the stream was malformed, over a limit or cut short (then error() says why). An empty
+  // stream is an empty result without error.
   RunnerResult finish();
 
   bool failed() const { return !error_.empty(); }
@@ -80,6 +83,7 @@ class ResultDecoder {
 
   ResultLimits limits_;
   std::string pending_;  // an incomplete frame
+  std::size_t frames_ = 0;
   RunnerResult result_;
   std::string error_;
 };

@@ -11,7 +11,8 @@ _MPES_MAX_IMAGE_SIDE = 1568
 # Set again by the zygote from the server's --max-output-bytes and --max-images.
 _MPES_MAX_VALUE_BYTES = 102400
 _MPES_MAX_IMAGES = 4
-_MPES_CHANNEL = None  # (st_dev, st_ino) of the channel as the run found it
+_MPES_CHANNEL = False  # the channel is usable (until a write to it fails)
+_MPES_SENT = False  # a frame was sent: the end record must follow
 _MPES_FIGURES = None  # per run: what was done with the figures so far
 # Compiler flags: ast.PyCF_ONLY_AST, ast.PyCF_ALLOW_TOP_LEVEL_AWAIT (without importing ast);
 # inspect.CO_COROUTINE.
@@ -48,6 +49,8 @@ def _mpes_zygote_ready():
     sys.argv = ["script.py"]
     sys.path.insert(0, work)
 
+    # A run with a value serialises it: json is imported once here, not in every such run.
+    import json  # noqa: F401
     # The AST node classes a run needs, without importing ast.
     global _MPES_EXPR, _MPES_EXPRESSION
     _MPES_EXPR = type(compile("0", "<mpes>", "exec", _MPES_ONLY_AST).body[0])
@@ -111,10 +114,9 @@ def _mpes_run():
     global _MPES_CHANNEL
     try:
         os.set_inheritable(_MPES_RESULT_FD, False)
-        st = os.fstat(_MPES_RESULT_FD)
-        _MPES_CHANNEL = (st.st_dev, st.st_ino)
+        _MPES_CHANNEL = True
     except OSError:
-        _MPES_CHANNEL = None
+        _MPES_CHANNEL = False
 
     main = _MPES_MAIN
     zygote_main = sys.modules["__main__"]  # keeps our own globals alive while we run
@@ -159,9 +161,11 @@ def _mpes_run():
         _mpes_send_value(value)
         value = None
     # Before atexit: pyplot closes every figure there.
-    _mpes_send_figures()
+    if _MPES_FIGURES is not None or "matplotlib.pyplot" in sys.modules:
+        _mpes_send_figures()
     code = _mpes_shutdown(code)
-    _mpes_send_end(code)
+    if _MPES_SENT:  # a run that sent nothing (the common case) needs no end record either
+        _mpes_send_end(code)
     del zygote_main
     if code == -2:  # like CPython: die of SIGINT after an uncaught KeyboardInterrupt
         import signal
@@ -276,21 +280,26 @@ def _mpes_user_traceback(tb):
 def _mpes_send(kind, payload):
     # One frame on the result channel; False when the channel is gone (closed or replaced by
     # the script: then nothing more is sent, and the run simply has no value).
-    global _MPES_CHANNEL
-    if _MPES_CHANNEL is None:
+    global _MPES_CHANNEL, _MPES_SENT
+    if not _MPES_CHANNEL:
         return False
+    _MPES_SENT = True
     import os
     if isinstance(payload, str):
         payload = payload.encode("utf-8", "backslashreplace")
-    frame = memoryview(len(payload).to_bytes(4, "little") + bytes((kind,)) + payload)
+    frame = len(payload).to_bytes(4, "little") + bytes((kind,)) + payload
     try:
-        st = os.fstat(_MPES_RESULT_FD)
-        if (st.st_dev, st.st_ino) != _MPES_CHANNEL:
-            raise OSError("the result channel was replaced")
-        while frame:
-            frame = frame[os.write(_MPES_RESULT_FD, frame):]
+        # Still a pipe: a script that closed the fd and opened a file on its number does not
+        # get our frames written into that file.
+        if os.fstat(_MPES_RESULT_FD).st_mode & 0o170000 != 0o010000:  # S_ISFIFO
+            raise OSError("the result channel is gone")
+        written = os.write(_MPES_RESULT_FD, frame)
+        if written < len(frame):  # only for frames over PIPE_BUF
+            view = memoryview(frame)[written:]
+            while view:
+                view = view[os.write(_MPES_RESULT_FD, view):]
     except OSError:
-        _MPES_CHANNEL = None
+        _MPES_CHANNEL = False
         return False
     return True
 
@@ -353,14 +362,21 @@ def _mpes_json(value, limit):
     return data if len(data) <= limit else None
 
 
-def _mpes_send_end(code):
+def _mpes_end_record(code):
+    # The exit status and this process's CPU times (os.times(): its own and its reaped
+    # children's), for a server that wants to answer before the process is gone.
     import os
     t = os.times()
     status = code & 0xFF if code >= 0 else max(code, -(1 << 31))
-    payload = status.to_bytes(4, "little", signed=True) + b"".join(
-        int(s * 1e6).to_bytes(8, "little", signed=True)
-        for s in (t.user, t.system, t.children_user, t.children_system))
-    _mpes_send(_MPES_END, payload)
+    return (status.to_bytes(4, "little", signed=True) +
+            int(t[0] * 1e6).to_bytes(8, "little", signed=True) +
+            int(t[1] * 1e6).to_bytes(8, "little", signed=True) +
+            int(t[2] * 1e6).to_bytes(8, "little", signed=True) +
+            int(t[3] * 1e6).to_bytes(8, "little", signed=True))
+
+
+def _mpes_send_end(code):
+    _mpes_send(_MPES_END, _mpes_end_record(code))
 
 
 class _MpesPyplotFinder:
@@ -466,9 +482,6 @@ def _mpes_render(fig, notes):
 
 def _mpes_send_figures():
     # At the end of a run: figures still open (or changed since shown), then the notes.
-    import sys
-    if _MPES_FIGURES is None and "matplotlib.pyplot" not in sys.modules:
-        return
     _mpes_capture_figures()
     state = _MPES_FIGURES
     if state is None:

@@ -83,9 +83,19 @@ TEST_CASE("an end frame alone is a result without a value", "[result-channel]") 
   CHECK(r.end);
 }
 
+TEST_CASE("an empty stream is an empty result, not an error", "[result-channel]") {
+  ResultDecoder d(limits());
+  d.append("");
+  auto r = d.finish();
+  CHECK_FALSE(d.failed());
+  CHECK_FALSE(r.value_repr);
+  CHECK(r.images.empty());
+  CHECK_FALSE(r.end);
+}
+
 TEST_CASE("a stream cut short, or without its end frame, yields nothing", "[result-channel]") {
   const std::string stream = full_stream();
-  for (std::size_t cut : {std::size_t{0}, std::size_t{3}, std::size_t{5}, std::size_t{20}, stream.size() - 1}) {
+  for (std::size_t cut : {std::size_t{3}, std::size_t{5}, std::size_t{20}, stream.size() - 1}) {
     ResultDecoder d(limits());
     d.append(stream.substr(0, cut));
     auto r = d.finish();
@@ -96,6 +106,11 @@ TEST_CASE("a stream cut short, or without its end frame, yields nothing", "[resu
     CHECK(r.notes.empty());
     CHECK_FALSE(r.end);
   }
+  // Whole frames without the end record: the run was cut short.
+  ResultDecoder no_end(limits());
+  no_end.append(encode_result_frame(ResultFrame::value_repr, "42"));
+  CHECK_FALSE(no_end.finish().value_repr);
+  CHECK_THAT(no_end.error(), Catch::Contains("no end frame"));
 }
 
 TEST_CASE("garbage, unknown types and data after the end frame yield nothing", "[result-channel]") {
