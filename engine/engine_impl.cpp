@@ -940,6 +940,9 @@ void Core::finish(const std::shared_ptr<Run>& run) {
     }
   }
   if (stats && stats->memory_peak_bytes > 0) result.usage.peak_memory_bytes = stats->memory_peak_bytes;
+  // The cgroup counts every process of the run, also those killed rather than reaped, and not
+  // the run child's preparation before it joined (which its rusage includes).
+  if (stats && stats->cpu_usage_us >= 0) result.usage.cpu_ms = stats->cpu_usage_us / 1000;
   evidence.cpu_limit_seconds = config_.policy.limits.cpu_seconds != 0
                                    ? config_.policy.limits.cpu_seconds
                                    : static_cast<std::uint32_t>(std::max(1, run->request.timeout_seconds));

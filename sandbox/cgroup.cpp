@@ -561,6 +561,10 @@ CgroupStats RunCgroup::read_stats() const {
     }
     s.memory_limit_hits = read_key(memory_dir_ + "/memory.events", "max").value_or(0);
     s.oom_kills = read_key(memory_dir_ + "/memory.events", "oom_kill").value_or(0);
+    // Every v2 cgroup has cpu.stat, with or without the cpu controller.
+    if (auto usage = read_key(memory_dir_ + "/cpu.stat", "usage_usec")) {
+      s.cpu_usage_us = static_cast<std::int64_t>(*usage);
+    }
   } else if (!memory_dir_.empty()) {
     if (auto peak = read_u64(memory_dir_ + "/memory.max_usage_in_bytes")) {
       s.memory_peak_bytes = static_cast<std::int64_t>(*peak);

@@ -65,6 +65,8 @@ struct CgroupStats {
   std::uint64_t oom_kills = 0;          // processes the OOM killer killed in this run
   std::uint64_t pids_limit_hits = 0;    // forks/clones refused by pids.max (pids.events max)
   std::int64_t pids_peak = -1;          // -1 = unknown (pids.peak needs Linux >= 6.1 / 6.13)
+  std::int64_t cpu_usage_us = -1;       // user+system CPU of every process in the run; -1 = unknown
+                                        // (v2 cpu.stat; v1 would need a cpuacct join per run)
 };
 
 // Owned copies of the per-run cgroup.procs fds (O_WRONLY | O_CLOEXEC), closed on destruction.

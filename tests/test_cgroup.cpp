@@ -352,6 +352,30 @@ TEST_CASE("without cgroups a run cgroup is empty and harmless", "[cgroup]") {
   sandbox::join_cgroups({});  // nothing to join: no error
 }
 
+TEST_CASE("v2 stats: the run's CPU comes from cpu.stat, its peak from memory.peak", "[cgroup]") {
+  // A v2 run cgroup's files, faked in a directory (this host's v2 hierarchy has no controllers).
+  char parent[] = "/tmp/mpes-cgroup-v2-XXXXXX";
+  REQUIRE(mkdtemp(parent) != nullptr);
+  CgroupSetup setup;
+  setup.version = sandbox::CgroupVersion::v2;
+  setup.memory_parent = setup.pids_parent = parent;
+  {
+    RunCgroup cg = RunCgroup::create(setup, "run-1", limits(0, 0));
+    const std::string dir = std::string(parent) + "/run-1";
+    REQUIRE(dir_exists(dir));
+    CHECK(cg.read_stats().cpu_usage_us == -1);  // no cpu.stat: unknown
+    std::ofstream(dir + "/cpu.stat") << "usage_usec 1234567\nuser_usec 1000000\nsystem_usec 234567\n";
+    std::ofstream(dir + "/memory.peak") << "52428800\n";
+    const auto stats = cg.read_stats();
+    CHECK(stats.cpu_usage_us == 1234567);
+    CHECK(stats.memory_peak_bytes == 52428800);
+    unlink((dir + "/cpu.stat").c_str());
+    unlink((dir + "/memory.peak").c_str());
+    CHECK(cg.remove());
+  }
+  CHECK(rmdir(parent) == 0);
+}
+
 TEST_CASE("a v2 hierarchy without memory+pids controllers is not used, and the note says why",
           "[cgroup]") {
   const auto where = sandbox::find_cgroup_hierarchies();
