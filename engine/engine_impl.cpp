@@ -53,6 +53,8 @@ constexpr auto kKillAnswerWithin = std::chrono::milliseconds(300);
 // daemons holding them) before the output read so far is final.
 constexpr auto kPipeDrainGrace = std::chrono::milliseconds(200);
 constexpr std::size_t kReadChunk = 64 * 1024;
+// The full interpreter discovery waits for the first runs at most this long.
+constexpr auto kDiscoveryDeferredAtMost = std::chrono::seconds(1);
 
 std::string default_zygote_path() {
   std::error_code ec;
@@ -234,6 +236,10 @@ class Core : public std::enable_shared_from_this<Core> {
   std::optional<Interpreter> quick_default_;  // Debian's python3, probed before the discovery
   bool discovery_started_ = false;
   std::string discovery_after_;  // the discovery starts once this zygote is up (or failed)
+  // ... and, when runs are already waiting for it, once they are done (or after a while): the
+  // discovery's probe processes would otherwise compete with the first run for the CPU.
+  bool discovery_when_idle_ = false;
+  asio::steady_timer discovery_timer_{io_};
   bool cgroups_ready_ = false;
   sandbox::CgroupSetup cgroups_;
   std::optional<sandbox::ProbeResult> probe_;
@@ -331,6 +337,8 @@ void Core::start_discovery() {
   if (discovery_started_) return;
   discovery_started_ = true;
   discovery_after_.clear();
+  discovery_when_idle_ = false;
+  discovery_timer_.cancel();
   std::weak_ptr<Core> weak = weak_from_this();
   DiscoveryOptions options;
   options.uv_path = config_.uv_path;
@@ -513,7 +521,19 @@ void Core::evict_idle_zygotes() {
 }
 
 void Core::on_zygote_state(const std::string& key, ZygoteProcess::State state, const std::string& reason) {
-  if (!discovery_started_ && key == discovery_after_) start_discovery();
+  if (!discovery_started_ && key == discovery_after_) {
+    if (state == ZygoteProcess::State::ready && (!pending_.empty() || !active_.empty())) {
+      discovery_when_idle_ = true;
+      std::weak_ptr<Core> weak = weak_from_this();
+      discovery_timer_.expires_after(kDiscoveryDeferredAtMost);
+      discovery_timer_.async_wait([weak](const std::error_code& ec) {
+        auto self = weak.lock();
+        if (!ec && self && !self->shutting_down_) self->start_discovery();
+      });
+    } else {
+      start_discovery();
+    }
+  }
   if (state == ZygoteProcess::State::failed) {
     spdlog::error("{}", reason);
     pump();  // fails the runs waiting for it
@@ -904,6 +924,7 @@ void Core::finish(const std::shared_ptr<Run>& run) {
     run->result_pipe.close(ignored);
   }
   active_.erase(run);
+  if (discovery_when_idle_ && active_.empty() && pending_.empty()) start_discovery();
 
   RunResult result;
   result.stdout_stream = run->out_capture.finish();
@@ -1127,6 +1148,7 @@ void Core::shutdown(std::function<void()> done) {
   shutting_down_ = true;
   warm_timer_.cancel();
   idle_timer_.cancel();
+  discovery_timer_.cancel();
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& run : pending) {

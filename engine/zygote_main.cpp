@@ -318,7 +318,6 @@ int Zygote::start() {
     log(std::string("cannot send READY: ") + std::strerror(err));
     return 1;
   }
-  top_up_spares();
 
   // Besides control and SIGCHLD: the status pipes of runs in flight, whose init reports the
   // script's end before it exits itself, so EXITED does not wait for the init's (and the run's
@@ -531,8 +530,9 @@ void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
       sent = z::send_message(z::kControlFd, started);
     }
     if (sent != 0) log(std::string("cannot send STARTED: ") + std::strerror(sent));
-    // The next runs' children prepare while this one runs.
-    top_up_spares();
+    // The next run's child prepares while this one runs (more once this one is over: each fork
+    // here delays this run's EXITED if it ends meanwhile).
+    if (spares_.size() < spares_wanted_) create_spare();
     return;
   }
   refuse(run.run_id, "the run's child died before it could start (see the zygote's log)");
@@ -722,6 +722,7 @@ void Zygote::send_exited(Child& child, z::ExitedMessage exited) {
   if (const int err = z::send_message(z::kControlFd, exited); err != 0) {
     log(std::string("cannot send EXITED: ") + std::strerror(err));
   }
+  top_up_spares();
 }
 
 // A spare that died before taking a run: say why in the log (the next run forks a new one).
