@@ -174,7 +174,10 @@ class Core : public std::enable_shared_from_this<Core> {
     if (max_concurrent_ == 0) max_concurrent_ = 2 * std::max(1u, std::thread::hardware_concurrency());
   }
 
-  ~Core() { pool_.join(); }
+  ~Core() {
+    pool_.join();
+    cgroup_pool_.join();
+  }
 
   void start_warmup() {
     warm_ = true;
@@ -218,6 +221,9 @@ class Core : public std::enable_shared_from_this<Core> {
   asio::io_context& io_;
   EngineConfig config_;
   asio::thread_pool pool_{1};
+  // Cgroup removal, in order (runs' cgroups before the server's own), never queued behind a
+  // discovery or probe on pool_: shutdown waits for it.
+  asio::thread_pool cgroup_pool_{1};
   static constexpr std::chrono::seconds kWarmCacheDelay{10};
   asio::steady_timer warm_timer_{io_};
   // Zygotes other than the default's that served nothing for this long are stopped.
@@ -1008,7 +1014,7 @@ void Core::finish(const std::shared_ptr<Run>& run) {
   if (!run->cgroup.empty()) {
     // rmdir can wait briefly for the kernel to let go of the run's processes: off the loop.
     auto cgroup = std::make_shared<sandbox::RunCgroup>(std::move(run->cgroup));
-    asio::post(pool_, [cgroup] { cgroup->remove(); });
+    asio::post(cgroup_pool_, [cgroup] { cgroup->remove(); });
   }
   run->pidfd.reset();
   run->zygote.reset();
@@ -1173,7 +1179,7 @@ void Core::shutdown(std::function<void()> done) {
         return;
       }
       // After the runs' cgroups (removed on the pool, in order), the server's own.
-      asio::post(pool_, [this, cgroups = cgroups_, d = std::move(d)]() mutable {
+      asio::post(cgroup_pool_, [this, cgroups = cgroups_, d = std::move(d)]() mutable {
         sandbox::release_cgroups(cgroups);
         asio::post(io_, std::move(d));
       });
