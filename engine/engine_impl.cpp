@@ -905,30 +905,21 @@ void Core::finish(const std::shared_ptr<Run>& run) {
   run->phase = Run::Phase::finished;
   run->deadline.cancel();
   run->answer_timer.cancel();
-  // Whatever is still readable now belongs to the output (cheap: non-blocking reads).
-  for (bool is_stdout : {true, false}) {
-    auto& pipe = is_stdout ? run->out_pipe : run->err_pipe;
-    auto& capture = is_stdout ? run->out_capture : run->err_capture;
-    if (!pipe.is_open()) continue;
+  // Whatever is still readable now belongs to the run (cheap: non-blocking reads).
+  const auto drain = [](asio::posix::stream_descriptor& pipe, const auto& append) {
+    if (!pipe.is_open()) return;
     char buf[16384];
     for (int i = 0; i < 64; ++i) {
       const ssize_t n = ::read(pipe.native_handle(), buf, sizeof buf);
       if (n <= 0) break;
-      capture.append(std::string_view(buf, static_cast<std::size_t>(n)));
+      append(std::string_view(buf, static_cast<std::size_t>(n)));
     }
     std::error_code ignored;
     pipe.close(ignored);
-  }
-  if (run->result_pipe.is_open()) {
-    char buf[16384];
-    for (int i = 0; i < 64; ++i) {
-      const ssize_t n = ::read(run->result_pipe.native_handle(), buf, sizeof buf);
-      if (n <= 0) break;
-      run->result_decoder.append(std::string_view(buf, static_cast<std::size_t>(n)));
-    }
-    std::error_code ignored;
-    run->result_pipe.close(ignored);
-  }
+  };
+  drain(run->out_pipe, [&](std::string_view bytes) { run->out_capture.append(bytes); });
+  drain(run->err_pipe, [&](std::string_view bytes) { run->err_capture.append(bytes); });
+  drain(run->result_pipe, [&](std::string_view bytes) { run->result_decoder.append(bytes); });
   active_.erase(run);
   if (discovery_when_idle_ && active_.empty() && pending_.empty()) start_discovery();
 
