@@ -43,4 +43,12 @@ std::vector<std::string> ToolRegistry::names() const {
   return out;
 }
 
+nlohmann::json read_only_annotations(const std::string& title) {
+  return {{"title", title},
+          {"readOnlyHint", true},
+          {"destructiveHint", false},
+          {"idempotentHint", true},
+          {"openWorldHint", false}};
+}
+
 }  // namespace mcp

@@ -47,6 +47,9 @@ struct ToolDefinition {
   nlohmann::json to_json() const;  // the tools/list entry
 };
 
+// The annotations of a tool that only reads: read-only, idempotent, closed world.
+nlohmann::json read_only_annotations(const std::string& title);
+
 class ToolRegistry {
  public:
   void add(ToolDefinition tool);  // replaces a tool of the same name

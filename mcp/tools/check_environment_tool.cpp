@@ -237,11 +237,7 @@ ToolDefinition make_check_environment_tool(const Services& services) {
   tool.description = std::string(kDescription);
   tool.input_schema = {{"type", "object"}, {"properties", json::object()}};
   tool.output_schema = environment_output_schema();
-  tool.annotations = {{"title", tool.title},
-                      {"readOnlyHint", true},
-                      {"destructiveHint", false},
-                      {"idempotentHint", true},
-                      {"openWorldHint", false}};
+  tool.annotations = read_only_annotations(tool.title);
   tool.handler = [services](std::shared_ptr<ToolCall> call) {
     services.interpreters.select(services.config.python_version, [call, services](
                                      std::optional<engine::Interpreter> selected, const std::string& why) {

@@ -127,11 +127,7 @@ ToolDefinition make_validate_script_tool(const Services& services) {
       {"required", {"script"}},
   };
   tool.output_schema = validation_output_schema();
-  tool.annotations = {{"title", tool.title},
-                      {"readOnlyHint", true},
-                      {"destructiveHint", false},
-                      {"idempotentHint", true},
-                      {"openWorldHint", false}};
+  tool.annotations = read_only_annotations(tool.title);
   tool.handler = [services](std::shared_ptr<ToolCall> call) {
     std::string script;
     std::vector<std::string> dependencies;
