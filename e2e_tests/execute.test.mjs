@@ -118,11 +118,13 @@ describe('execute_python (native sandbox)', () => {
 
   test('the script runs as __main__ in a fresh, empty work dir with a minimal environment', async () => {
     const { sc } = await run(conn.client, `
-import json, os, sys
+import json, os, subprocess, sys
 print(json.dumps({
   'name': __name__, 'argv': sys.argv, 'cwd': os.getcwd(), 'listing': os.listdir('.'),
   'env': dict(os.environ), 'stdin': sys.stdin.read(), 'uid': os.getuid(),
   'main_keys': sorted(k for k in globals() if not k.startswith('__')),
+  'child_env': sorted(line.split('=')[0] for line in
+                      subprocess.run(['env'], capture_output=True, text=True).stdout.splitlines()),
 }))
 `);
     const info = JSON.parse(sc.stdout);
@@ -131,9 +133,11 @@ print(json.dumps({
     assert.deepEqual(info.listing, []);
     assert.equal(info.stdin, '');
     assert.notEqual(info.uid, 0);
-    assert.deepEqual(info.main_keys, ['json', 'os', 'sys']);
-    assert.deepEqual(Object.keys(info.env).sort(),
-      ['HOME', 'LANG', 'MPLBACKEND', 'PATH', 'PYTHONIOENCODING', 'TMPDIR']);
+    assert.deepEqual(info.main_keys, ['json', 'os', 'subprocess', 'sys']);
+    const runEnv = ['HOME', 'LANG', 'MPLBACKEND', 'PATH', 'PYTHONIOENCODING', 'TMPDIR'];
+    assert.deepEqual(Object.keys(info.env).sort(), runEnv);
+    // Nothing of the zygote's own environment (LD_BIND_NOW, thread counts) reaches a subprocess.
+    assert.deepEqual(info.child_env, runEnv);
     assert.equal(info.env.HOME, info.cwd);
     assert.equal(info.env.TMPDIR, info.cwd);
     assert.equal(info.env.LANG, 'C.UTF-8');

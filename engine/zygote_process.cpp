@@ -112,7 +112,9 @@ std::vector<std::string> zygote_arguments(const ZygoteLaunch& launch) {
 }
 
 std::vector<std::string> zygote_environment() {
-  return {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "OPENBLAS_NUM_THREADS=1",
+  // LD_BIND_NOW: every symbol the zygote's libraries use is resolved once, in the zygote, rather
+  // than again (and with a copy-on-write of the GOT page) in every run's processes.
+  return {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "LD_BIND_NOW=1", "OPENBLAS_NUM_THREADS=1",
           "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "NUMEXPR_NUM_THREADS=1"};
 }
 
