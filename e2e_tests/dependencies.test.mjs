@@ -270,6 +270,43 @@ describe('the environment cache bound', () => {
   });
 });
 
+describe('idle zygotes', () => {
+  test('--zygote-idle-seconds stops an unused environment\'s zygote, never the default one', async () => {
+    const cache = cacheDir();
+    const conn = await connect(serverArgs(cache, ['--zygote-idle-seconds', '1', '--no-warm-cache']));
+    const zygotes = async () => {
+      const env = await conn.client.callTool({ name: 'check_environment', arguments: {} });
+      return env.structuredContent.engine.zygotes;
+    };
+    try {
+      const first = await run(conn.client, 'import mpes_leaf\nprint(mpes_leaf.VERSION)\n', ['mpes_leaf']);
+      assert.equal(first.sc.stdout, '2.0\n', first.text);
+      const busy = await run(conn.client, "print('default')");
+      assert.equal(busy.sc.stdout, 'default\n', busy.text);
+      assert.equal((await zygotes()).length, 2, JSON.stringify(await zygotes()));
+      // The environment's zygote goes once idle; the default one stays however long it idles.
+      let left = await zygotes();
+      for (let i = 0; i < 40 && left.length > 1; i++) {
+        await sleep(250);
+        left = await zygotes();
+      }
+      assert.equal(left.length, 1, JSON.stringify(left));
+      assert.match(conn.stderr(), /stopping the zygote for .*: idle for 1 s/);
+      await sleep(1500);  // the default zygote has now idled past the limit too
+      const still = await zygotes();
+      assert.equal(still.length, 1, JSON.stringify(still));
+      assert.equal(still[0].state, 'ready');
+      // The next run on that environment starts a fresh zygote, without installing again.
+      const again = await run(conn.client, 'import mpes_leaf\nprint(mpes_leaf.VERSION)\n', ['mpes_leaf']);
+      assert.equal(again.sc.stdout, '2.0\n', again.text);
+      assert.equal(installerRuns(conn), 1);
+    } finally {
+      await conn.client.close();
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('a cache dir under /tmp', () => {
   test('works: environments are mounted at a fixed place, not at their host path', async () => {
     // Every run gets its own /tmp, which would hide an environment mounted at /tmp/...

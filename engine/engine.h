@@ -36,6 +36,7 @@ struct EngineConfig {
   std::string cache_dir;                        // empty = $XDG_CACHE_HOME/mcp-python-exec-sandbox
   std::uint64_t env_cache_max_mb = 4096;
   unsigned max_zygotes = 4;
+  unsigned zygote_idle_seconds = 600;           // a non-default zygote idle this long stops
   unsigned max_images = 4;
   IndexOptions index;
   std::string zygote_path;                      // empty = next to the server executable

@@ -227,7 +227,6 @@ class Core : public std::enable_shared_from_this<Core> {
   static constexpr std::chrono::seconds kWarmCacheDelay{10};
   asio::steady_timer warm_timer_{io_};
   // Zygotes other than the default's that served nothing for this long are stopped.
-  static constexpr std::chrono::minutes kZygoteIdleTimeout{10};
   asio::steady_timer idle_timer_{io_};
   void schedule_idle_sweep();
   unsigned max_concurrent_ = 4;
@@ -476,10 +475,13 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, 
   return zygote;
 }
 
-// Every minute: idle zygotes past kZygoteIdleTimeout give their memory back (the default's stays).
+// Zygotes idle past --zygote-idle-seconds give their memory back (the default's stays); the sweep
+// runs every minute, or twice per idle period when that is shorter.
 void Core::schedule_idle_sweep() {
   std::weak_ptr<Core> weak = weak_from_this();
-  idle_timer_.expires_after(std::chrono::minutes(1));
+  const auto idle = std::chrono::seconds(config_.zygote_idle_seconds);
+  idle_timer_.expires_after(std::clamp<std::chrono::milliseconds>(idle / 2, std::chrono::milliseconds(500),
+                                                                  std::chrono::minutes(1)));
   idle_timer_.async_wait([weak](const std::error_code& ec) {
     auto self = weak.lock();
     if (ec || !self || self->shutting_down_) return;
@@ -490,8 +492,8 @@ void Core::schedule_idle_sweep() {
           (self->quick_default_ && self->quick_default_->executable == it->first);
       const auto& z = *it->second;
       if (!is_default && z.runs_in_flight() == 0 && z.state() == ZygoteProcess::State::ready &&
-          now - z.last_used() > kZygoteIdleTimeout) {
-        spdlog::info("stopping the zygote for {}: idle for {} min", it->first, kZygoteIdleTimeout.count());
+          now - z.last_used() > std::chrono::seconds(self->config_.zygote_idle_seconds)) {
+        spdlog::info("stopping the zygote for {}: idle for {} s", it->first, self->config_.zygote_idle_seconds);
         it->second->stop();
         self->leases_.erase(it->first);
         it = self->zygotes_.erase(it);

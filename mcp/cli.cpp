@@ -87,7 +87,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   std::string python_version, backend = "native", max_timeout = "300", default_timeout = "30",
               max_output = "102400", uv_path = "uv", log_level = "info", max_concurrent,
               network = "on", memory_mb, max_processes, cpu_seconds, tmpfs_mb, cache_dir,
-              env_cache_mb, max_zygotes, max_images, index_url, run_file;
+              env_cache_mb, max_zygotes, zygote_idle, max_images, index_url, run_file;
   std::vector<std::string> preload, extra_index_urls, find_links;
   bool no_warm_cache = false, offline = false, version = false;
 
@@ -119,6 +119,9 @@ CliResult parse_cli(const std::vector<std::string>& args) {
                  "Where environments are cached (default: $XDG_CACHE_HOME/mcp-python-exec-sandbox)");
   app.add_option("--env-cache-max-mb", env_cache_mb, "Size cap of the environment cache in MiB (default: 4096)");
   app.add_option("--max-zygotes", max_zygotes, "Warm interpreters kept at once, LRU (default: 4)");
+  app.add_option("--zygote-idle-seconds", zygote_idle,
+                 "A warm interpreter other than the default one stops after this long unused "
+                 "(default: 600)");
   app.add_option("--max-images", max_images, "Figures returned per run (default: 4)");
   app.add_option("--index-url", index_url, "Package index URL for installs");
   app.add_option("--extra-index-url", extra_index_urls, "Additional package index URL (repeatable)");
@@ -236,6 +239,10 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     }
     if (!max_zygotes.empty()) {
       config.max_zygotes = static_cast<unsigned>(parse_integer("--max-zygotes", max_zygotes, 1, 64));
+    }
+    if (!zygote_idle.empty()) {
+      config.zygote_idle_seconds =
+          static_cast<unsigned>(parse_integer("--zygote-idle-seconds", zygote_idle, 1, 86400 * 7));
     }
     if (!max_images.empty()) {
       config.max_images = static_cast<unsigned>(parse_integer("--max-images", max_images, 0, 64));

@@ -53,7 +53,7 @@ TEST_CASE("every flag reaches the engine configuration") {
                              "--network", "off", "--memory-limit-mb", "512",
                              "--max-processes", "64", "--cpu-limit-seconds", "10",
                              "--tmpfs-size-mb", "128", "--cache-dir", "/tmp/c",
-                             "--env-cache-max-mb", "100", "--max-zygotes", "2",
+                             "--env-cache-max-mb", "100", "--max-zygotes", "2", "--zygote-idle-seconds", "30",
                              "--max-images", "0", "--index-url", "https://i.example/simple",
                              "--extra-index-url", "https://a.example", "--extra-index-url",
                              "https://b.example", "--find-links", "/wheels", "--offline"});
@@ -77,6 +77,7 @@ TEST_CASE("every flag reaches the engine configuration") {
   CHECK(c.cache_dir == "/tmp/c");
   CHECK(c.env_cache_max_mb == 100);
   CHECK(c.max_zygotes == 2);
+  CHECK(c.zygote_idle_seconds == 30);
   CHECK(c.max_images == 0);
   CHECK(c.index.index_url == std::optional<std::string>("https://i.example/simple"));
   CHECK(c.index.extra_index_urls == std::vector<std::string>{"https://a.example", "https://b.example"});
@@ -104,6 +105,7 @@ TEST_CASE("invalid values exit 2 with one line naming the flag") {
   expect_usage_error({"--max-processes", "0"}, "--max-processes");
   expect_usage_error({"--max-concurrent-runs", "0"}, "--max-concurrent-runs");
   expect_usage_error({"--max-zygotes", "0"}, "--max-zygotes");
+  expect_usage_error({"--zygote-idle-seconds", "0"}, "--zygote-idle-seconds");
   expect_usage_error({"--max-images", "-1"}, "--max-images");
   expect_usage_error({"--tmpfs-size-mb", "x"}, "--tmpfs-size-mb");
   expect_usage_error({"--uv-path", ""}, "--uv-path");
