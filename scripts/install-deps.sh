@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 apt_packages=(
   build-essential cmake pkg-config git
-  nlohmann-json3-dev libcli11-dev libspdlog-dev libtomlplusplus-dev catch2 libseccomp-dev libasio-dev
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libtomlplusplus-dev catch2 libseccomp-dev libasio-dev libssl-dev
   bubblewrap libpython3-dev python3 python3-pip python3-venv python3-wheel python3-setuptools
   python3-numpy python3-pandas python3-matplotlib
   procps hyperfine
