@@ -178,6 +178,8 @@ class BaselineSeries:
             t0 = time.monotonic()
             self.calls.append(run_once(self.baseline, self.workload, self.files))
             self._measuring_s += time.monotonic() - t0
+            if self.workload.pause_s:
+                time.sleep(self.workload.pause_s)
 
     def result(self) -> dict:
         out = summarize(self.calls)

@@ -150,6 +150,8 @@ class ServerSeries:
             self._one(True)
             self._attempts += 1
             self._measuring_s += time.monotonic() - t0
+            if self.workload.pause_s:
+                time.sleep(self.workload.pause_s)
 
     def result(self) -> dict:
         errors = self.errors + ([f"gave up after {len(self.errors)} identical failures"]

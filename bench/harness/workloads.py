@@ -23,6 +23,7 @@ class Workload:
     expect_stderr: tuple[str, ...] = ()   # substrings stderr must contain
     min_stdout_bytes: int = 0
     timeout_seconds: int = 60
+    pause_s: float = 0.0     # idle time after each measured call (not measured): an unhurried client
 
     def check(self, stdout: str, stderr: str, exit_code: Optional[int]) -> Optional[str]:
         """None when the run did what the script does; otherwise what was wrong."""
@@ -52,6 +53,12 @@ HELLO = Workload(
     key="hello", title="print('hello')",
     script="print('hello')\n",
     expect_stdout=("hello",))
+
+# The same call from a client that is not in a hurry (an agent between two thoughts): each call
+# finds the server idle and its next run's child prepared, as calls spaced by seconds do.
+HELLO_SPACED = Workload(
+    key="hello_spaced", title="print('hello'), one call every 0.25 s",
+    script=HELLO.script, expect_stdout=HELLO.expect_stdout, pause_s=0.25)
 
 # Debian's python3-numpy/-pandas. `dependencies` lets the server pick (or build) the environment
 # whose zygote has pandas imported already; the baselines import it cold every call.
@@ -106,7 +113,7 @@ EXCEPTION = Workload(
     expect_exit=1,
     expect_stderr=("Traceback", "line 2, in inner", "ValueError: benchmark exception"))
 
-SEQUENTIAL = (HELLO, PANDAS, CPU_50MS, OUTPUT_1MB, EXCEPTION)
+SEQUENTIAL = (HELLO, HELLO_SPACED, PANDAS, CPU_50MS, OUTPUT_1MB, EXCEPTION)
 
 
 def sleeper(seconds: float) -> Workload:

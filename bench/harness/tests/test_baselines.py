@@ -1,5 +1,7 @@
+import dataclasses
 import os
 import tempfile
+import time
 import unittest
 
 from harness import baselines as bl
@@ -42,6 +44,17 @@ class BaselinesTest(unittest.TestCase):
         self.assertEqual(len(calls), 3)
         calls = bl.run_sequential(self.python, HELLO, self.files, iterations=2)
         self.assertEqual(len(calls), 2)
+
+    def test_a_spaced_workload_idles_between_calls_outside_the_measurement(self):
+        spaced = dataclasses.replace(HELLO, key="spaced", pause_s=1.0)
+        t0 = time.monotonic()
+        calls = bl.run_sequential(self.python, spaced, self.files, iterations=2)
+        elapsed = time.monotonic() - t0
+        self.assertEqual(len(calls), 2)
+        self.assertGreaterEqual(elapsed, 2.0)
+        for c in calls:
+            self.assertIsNone(c.error)
+            self.assertLess(c.latency_ns, 1e9)  # the pause is not part of a call's latency
 
     def test_concurrent_runs_every_call_without_budget(self):
         calls, seconds = bl.run_concurrent(self.python, HELLO, self.files, in_flight=3, total=5)

@@ -1,6 +1,6 @@
 import unittest
 
-from harness.workloads import EXCEPTION, HELLO, OUTPUT_1MB, PANDAS
+from harness.workloads import EXCEPTION, HELLO, HELLO_SPACED, OUTPUT_1MB, PANDAS, SEQUENTIAL
 
 
 class CheckTest(unittest.TestCase):
@@ -26,8 +26,14 @@ class CheckTest(unittest.TestCase):
 
 class ScriptsTest(unittest.TestCase):
     def test_every_script_compiles(self):
-        for w in (HELLO, PANDAS, EXCEPTION, OUTPUT_1MB):
+        for w in SEQUENTIAL:
             compile(w.script, "script.py", "exec")
+
+    def test_the_spaced_hello_is_the_hello_with_a_pause(self):
+        self.assertEqual(HELLO_SPACED.script, HELLO.script)
+        self.assertIsNone(HELLO_SPACED.check("hello\n", "", 0))
+        self.assertGreater(HELLO_SPACED.pause_s, 0)
+        self.assertEqual(HELLO.pause_s, 0)
 
 
 if __name__ == "__main__":
