@@ -212,6 +212,32 @@ def _mpes_shutdown(code):
             threading._shutdown()
         except BaseException:
             pass
+    # An exception raised in C by a callback (atexit.register(sys.exit, 3)) has no traceback
+    # of its own, and CPython then gives it one from the current frame: this function's. At a
+    # real exit there is no Python frame, so the report shows none: neither do we.
+    hook = sys.unraisablehook
+
+    def unraisable(args, hook=hook, ours=_mpes_shutdown.__code__):
+        tb = args.exc_traceback
+        while tb is not None and tb.tb_frame.f_code is ours:
+            tb = tb.tb_next
+        if hook is not sys.__unraisablehook__:
+            hook(type(args)((args.exc_type, args.exc_value, tb, args.err_msg, args.object)))
+            return
+        # CPython's own report, printed with the pure-Python printer: it reads the script's
+        # lines through linecache (the C printer looks for a script.py file, which there is not).
+        import traceback
+        try:
+            head = f"{args.err_msg or 'Exception ignored in'}: {args.object!r}\n"
+        except BaseException:
+            head = f"{args.err_msg or 'Exception ignored in'}: <object repr() failed>\n"
+        try:
+            sys.stderr.write(head + "".join(traceback.format_exception(args.exc_type, args.exc_value, tb)))
+            sys.stderr.flush()
+        except BaseException:
+            pass
+
+    sys.unraisablehook = unraisable
     try:
         import atexit
         atexit._run_exitfuncs()
@@ -219,6 +245,9 @@ def _mpes_shutdown(code):
         code = _mpes_exit_code(e)
     except BaseException:
         pass
+    finally:
+        if sys.unraisablehook is unraisable:
+            sys.unraisablehook = hook
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
