@@ -376,6 +376,9 @@ describe('choosing an interpreter', () => {
       const refused = await run(conn.client, script);
       assert.equal(refused.result.isError, true, refused.text);
       assert.match(refused.text, /requires-python '>=3\.99' is not satisfied/);
+      // Nothing ran, and nothing failed on our side: the request asked for what is not here.
+      assert.equal(refused.sc.end_reason, 'refused', refused.text);
+      assert.match(refused.text, /--- end: refused ---/);
       const env = await conn.client.callTool({ name: 'check_environment', arguments: {} });
       const versions = (env.structuredContent?.interpreters ?? []).map((it) => it.version);
       assert.ok(versions.length >= 1);
@@ -384,6 +387,7 @@ describe('choosing an interpreter', () => {
       const missing = await run(conn.client, 'print(1)', { python_version: '3.1' });
       assert.equal(missing.result.isError, true, missing.text);
       assert.match(missing.text, /Python 3\.1 is not available on this host; available: /);
+      assert.equal(missing.sc.end_reason, 'refused', missing.text);
       for (const v of versions) assert.ok(missing.text.includes(v), `${v} is listed: ${missing.text}`);
     } finally {
       await conn.client.close();

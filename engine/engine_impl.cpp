@@ -157,6 +157,7 @@ struct Run : std::enable_shared_from_this<Run> {
   bool kill_when_started = false;
   std::optional<zygote::ExitedMessage> exited;
   std::optional<std::string> service_error;
+  bool refused = false;  // the service error is about the request, not a failure of ours
   bool timed_out = false;
   bool cancelled = false;
   asio::steady_timer deadline;
@@ -583,6 +584,7 @@ Core::Validation Core::validate(const std::shared_ptr<Run>& run) {
       message += " (Python versions available: " + versions_list(interpreters_) +
                  "; choose one with the python_version argument)";
     }
+    run->refused = true;
     fail(run, "the script cannot run: " + message);
     return Validation::refused;
   }
@@ -643,6 +645,8 @@ void Core::pump() {
       }
       if (!run->interpreter) {
         it = pending_.erase(it);
+        // The call's own python_version is refused; no interpreter at all is the host's problem.
+        run->refused = run->request.python_version && !run->request.python_version->empty();
         fail(run, error);
         continue;
       }
@@ -977,7 +981,9 @@ void Core::finish(const std::shared_ptr<Run>& run) {
   } else if (run->service_error) {
     result.service_error = run->service_error;
     result.exit_code = -1;
-    result.end_reason = run->cancelled ? EndReason::cancelled : EndReason::sandbox_error;
+    result.end_reason = run->cancelled ? EndReason::cancelled
+                        : run->refused ? EndReason::refused
+                                       : EndReason::sandbox_error;
   } else if (run->timed_out) {
     result.exit_code = -9;
     result.timed_out = true;

@@ -14,6 +14,7 @@ std::string_view to_string(EndReason reason) {
     case EndReason::cancelled: return "cancelled";
     case EndReason::sandbox_error: return "sandbox_error";
     case EndReason::install_failed: return "install_failed";
+    case EndReason::refused: return "refused";
   }
   return "exit";
 }

@@ -14,7 +14,8 @@ namespace engine {
 // How a run ended (text `--- end: <reason> ---`, structuredContent `end_reason`).
 enum class EndReason {
   exit, signal, timeout, memory_limit, cpu_limit, process_limit, file_size_limit, cancelled,
-  sandbox_error, install_failed
+  sandbox_error, install_failed,
+  refused  // nothing ran: the call asks for what this server cannot give (a version, requires-python)
 };
 std::string_view to_string(EndReason reason);
 

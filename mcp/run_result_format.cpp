@@ -101,7 +101,7 @@ json run_output_schema() {
            {"end_reason",
             {{"type", "string"},
              {"enum", {"exit", "signal", "timeout", "memory_limit", "cpu_limit", "process_limit",
-                       "file_size_limit", "cancelled", "sandbox_error", "install_failed"}}}},
+                       "file_size_limit", "cancelled", "sandbox_error", "install_failed", "refused"}}}},
            {"sandbox", {{"type", "string"}, {"description", "Isolation that really applied"}}},
            {"python_version", string},
            {"execution_path", {{"type", "string"}, {"description", "zygote (forked from a warm interpreter) or spawn"}}},

@@ -231,6 +231,20 @@ TEST_CASE("engine: an unavailable Python version is a service error naming the a
   REQUIRE(out->service_error);
   CHECK(out->service_error->find("Python 2.1 is not available") != std::string::npos);
   CHECK(out->service_error->find("available: 3.") != std::string::npos);
+  CHECK(out->end_reason == engine::EndReason::refused);
+}
+
+TEST_CASE("engine: an unmet requires-python is refused before anything runs", "[engine]") {
+  Harness h;
+  std::optional<engine::RunResult> out;
+  engine::RunRequest request;
+  request.script = "# /// script\n# requires-python = \">=3.99\"\n# ///\nprint(1)\n";
+  h.engine->execute(request, {}, [&](engine::RunResult r) { out = std::move(r); });
+  h.run_until([&] { return out.has_value(); });
+  REQUIRE(out->service_error);
+  CHECK(out->service_error->find("requires-python '>=3.99' is not satisfied") != std::string::npos);
+  CHECK(out->end_reason == engine::EndReason::refused);
+  CHECK(out->stdout_stream.text.empty());
 }
 
 namespace {
