@@ -2,6 +2,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { connect, serverPath, textOf } from './lib/client.mjs';
 
 test('connect, list the tools with their schemas', async () => {
@@ -125,6 +129,58 @@ test('stdin EOF: the server exits 0 within 2 s, also with a run in flight', asyn
   assert.equal(code, 0);
   assert.ok(Date.now() - closedAt < 2000, `exited after ${Date.now() - closedAt} ms`);
   for (const line of out.split('\n').filter(Boolean)) assert.equal(JSON.parse(line).jsonrpc, '2.0');
+});
+
+test('stdin EOF in the middle of interpreter discovery leaves no probe running', async () => {
+  // A "python3.99" on PATH that takes 30 s to answer its probe: discovery (which probes every
+  // interpreter on the host, after the first run) is still waiting for it when stdin closes.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-e2e-slowpy-'));
+  fs.writeFileSync(path.join(dir, 'python3.99'), '#!/bin/sh\nsleep 30\n', { mode: 0o755 });
+  // Every process the server starts outside the sandbox inherits its environment: a tag there
+  // finds them after the server is gone.
+  const tag = randomUUID();
+  const tagged = () => fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((pid) => {
+    try {
+      if (/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'))) return false;  // a zombie
+      return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`MPES_E2E_TAG=${tag}`);
+    } catch {
+      return false;  // gone, or not ours to read
+    }
+  });
+  const child = spawn(serverPath, [], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, MPES_E2E_TAG: tag, PATH: `${dir}:${process.env.PATH}` },
+  });
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  const waitFor = async (pred, tries = 400) => {
+    for (let i = 0; i < tries && !pred(); i++) await new Promise((r) => setTimeout(r, 25));
+    return pred();
+  };
+  try {
+    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'e2e', version: '1' } } }) + '\n');
+    await waitFor(() => out.includes('"id":1'));
+    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call',
+      params: { name: 'execute_python', arguments: { script: 'print(1)' } } }) + '\n');
+    assert.ok(await waitFor(() => out.includes('"id":2')), 'the first run answered');
+    const slowProbe = () => tagged().some((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('python3.99');
+      } catch {
+        return false;
+      }
+    });
+    assert.ok(await waitFor(slowProbe), 'the slow probe started');
+    child.stdin.end();
+    assert.equal(await exited, 0);
+    // Killed at exit; the kernel may take a moment to finish them off.
+    assert.ok(await waitFor(() => tagged().length === 0, 40), `still running: ${tagged().join(', ')}`);
+  } finally {
+    for (const pid of tagged()) process.kill(Number(pid), 'SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('SIGTERM: the server exits 0 within 2 s', async () => {

@@ -144,6 +144,43 @@ struct CommandResult {
   bool timed_out = false;
 };
 
+// The process groups of the probes alive right now, so that a server exiting in the middle of a
+// discovery (which it does not wait for) kills them instead of leaving them running. A group is
+// removed before its leader is reaped, under the same lock as the kill: its id cannot have been
+// reused when it is killed. Once the process is exiting, a probe that starts is killed at once.
+class LiveProbes {
+ public:
+  static LiveProbes& instance() {
+    static LiveProbes live;
+    return live;
+  }
+  void add(pid_t pid) {
+    std::lock_guard lock(mutex_);
+    pids_.insert(pid);
+    if (exiting_) {  // started by a worker after the kill, in the last moments of the process
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+  }
+  void remove(pid_t pid) {
+    std::lock_guard lock(mutex_);
+    pids_.erase(pid);
+  }
+  void kill_all() {
+    std::lock_guard lock(mutex_);
+    exiting_ = true;
+    for (pid_t pid : pids_) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<pid_t> pids_;
+  bool exiting_ = false;
+};
+
 // A spawned command in its own process group. The destructor kills the group and reaps it, so
 // no path out of a function leaves a zombie or a stray process.
 class Child {
@@ -188,6 +225,7 @@ class Child {
       result_.error = "cannot run " + argv[0] + ": " + std::strerror(rc);
       return;
     }
+    LiveProbes::instance().add(pid_);
     out_ = std::move(read_end);
   }
   Child(const Child&) = delete;
@@ -213,6 +251,7 @@ class Child {
     const int r = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
     if (r == 0 && info.si_pid == pid_) {
       ::kill(-pid_, SIGKILL);  // descendants left holding the pipe are not waited for
+      LiveProbes::instance().remove(pid_);
       int status = 0;
       while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
@@ -223,6 +262,7 @@ class Child {
       return;
     }
     if (r < 0 && errno == ECHILD) {  // reaped elsewhere (SIGCHLD ignored): nothing to wait for
+      LiveProbes::instance().remove(pid_);
       pid_ = -1;
       drain();
       done_ = true;
@@ -261,6 +301,7 @@ class Child {
     if (pid_ <= 0) return;
     ::kill(-pid_, SIGKILL);  // the whole group: a shim's bash and what it started
     ::kill(pid_, SIGKILL);
+    LiveProbes::instance().remove(pid_);
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
@@ -784,5 +825,7 @@ std::optional<Interpreter> select_interpreter(const std::vector<Interpreter>& fo
   }
   return std::nullopt;
 }
+
+void kill_running_probes() { LiveProbes::instance().kill_all(); }
 
 }  // namespace engine

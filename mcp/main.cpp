@@ -12,6 +12,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/interpreters.h"
 #include "mcp/cli.h"
 #include "mcp/interpreter_catalog.h"
 #include "mcp/server.h"
@@ -66,7 +67,8 @@ int main(int argc, char** argv) {
                                              : mcp::serve_stdio(*cli.options, std::move(*fds));
     if (mcp::background_probes_running() > 0) {
       // An interpreter probe is still finishing on a detached thread; static destructors must
-      // not run under it, and the exit must not wait for it.
+      // not run under it, and the exit must not wait for it (nor leave its process running).
+      engine::kill_running_probes();
       spdlog::default_logger()->flush();
       std::_Exit(status);
     }

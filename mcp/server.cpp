@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/interpreters.h"
 #include "mcp/client_log_sink.h"
 #include "mcp/framing.h"
 #include "mcp/run_result_format.h"
@@ -165,6 +166,7 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
   // now; what may remain is an interpreter probe on the engine's worker thread, whose join in the
   // engine's destructor must not hold the exit past the 2 s budget. Unit tests keep running.
   if (forced || hooks.handle_signals) {
+    engine::kill_running_probes();  // not waited for, but not left running either
     spdlog::default_logger()->flush();
     std::_Exit(0);
   }
