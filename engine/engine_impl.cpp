@@ -227,7 +227,7 @@ class Core : public std::enable_shared_from_this<Core> {
   asio::thread_pool cgroup_pool_{1};
   static constexpr std::chrono::seconds kWarmCacheDelay{10};
   asio::steady_timer warm_timer_{io_};
-  // Zygotes other than the default's that served nothing for this long are stopped.
+  // Sweeps for zygotes other than the default's idle past --zygote-idle-seconds.
   asio::steady_timer idle_timer_{io_};
   void schedule_idle_sweep();
   unsigned max_concurrent_ = 4;
@@ -480,8 +480,8 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, 
 // runs every minute, or twice per idle period when that is shorter.
 void Core::schedule_idle_sweep() {
   std::weak_ptr<Core> weak = weak_from_this();
-  const auto idle = std::chrono::seconds(config_.zygote_idle_seconds);
-  idle_timer_.expires_after(std::clamp<std::chrono::milliseconds>(idle / 2, std::chrono::milliseconds(500),
+  const auto half_idle = std::chrono::milliseconds(std::chrono::seconds(config_.zygote_idle_seconds)) / 2;
+  idle_timer_.expires_after(std::clamp<std::chrono::milliseconds>(half_idle, std::chrono::milliseconds(500),
                                                                   std::chrono::minutes(1)));
   idle_timer_.async_wait([weak](const std::error_code& ec) {
     auto self = weak.lock();

@@ -144,6 +144,12 @@ struct CommandResult {
   bool timed_out = false;
 };
 
+// SIGKILL to a probe's process group (a shim's bash and what it started) and to its leader.
+void kill_group(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+}
+
 // The process groups of the probes alive right now, so that a server exiting in the middle of a
 // discovery (which it does not wait for) kills them instead of leaving them running. A group is
 // removed before its leader is reaped, under the same lock as the kill: its id cannot have been
@@ -157,10 +163,7 @@ class LiveProbes {
   void add(pid_t pid) {
     std::lock_guard lock(mutex_);
     pids_.insert(pid);
-    if (exiting_) {  // started by a worker after the kill, in the last moments of the process
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-    }
+    if (exiting_) kill_group(pid);  // started by a worker after the kill, as the process ends
   }
   void remove(pid_t pid) {
     std::lock_guard lock(mutex_);
@@ -169,10 +172,7 @@ class LiveProbes {
   void kill_all() {
     std::lock_guard lock(mutex_);
     exiting_ = true;
-    for (pid_t pid : pids_) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-    }
+    for (pid_t pid : pids_) kill_group(pid);
   }
 
  private:
@@ -299,8 +299,7 @@ class Child {
 
   void kill_and_reap() {
     if (pid_ <= 0) return;
-    ::kill(-pid_, SIGKILL);  // the whole group: a shim's bash and what it started
-    ::kill(pid_, SIGKILL);
+    kill_group(pid_);
     LiveProbes::instance().remove(pid_);
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {

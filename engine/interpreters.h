@@ -53,11 +53,11 @@ struct DiscoveryReport {
 // the life of the process (keyed by the candidate's path). A venv and its base interpreter share
 // an executable but not sys.prefix, so the dedupe key is (real executable, sys.prefix).
 std::vector<Interpreter> discover_interpreters(const DiscoveryOptions& options);
+DiscoveryReport discover_interpreters_report(const DiscoveryOptions& options);
 
 // SIGKILL to every interpreter probe still running (and its process group), and to any started
 // after: for a process about to exit without waiting for its discovery to finish.
 void kill_running_probes();
-DiscoveryReport discover_interpreters_report(const DiscoveryOptions& options);
 
 // Probes one interpreter (through the cache). nullopt + *error when it cannot be run, does not
 // answer, is not CPython or is older than 3.9. `source` is left empty.

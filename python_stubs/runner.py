@@ -14,6 +14,7 @@ _MPES_MAX_IMAGES = 4
 _MPES_CHANNEL = False  # the channel is usable (until a write to it fails)
 _MPES_SENT = False  # a frame was sent: the end record must follow
 _MPES_FIGURES = None  # per run: what was done with the figures so far
+_MPES_NEXT_UNRAISABLEHOOK = None  # per run: the hook ours hands over to while atexit runs
 # Compiler flags: ast.PyCF_ONLY_AST, ast.PyCF_ALLOW_TOP_LEVEL_AWAIT (without importing ast);
 # inspect.CO_COROUTINE.
 _MPES_ONLY_AST = 0x400
@@ -212,32 +213,10 @@ def _mpes_shutdown(code):
             threading._shutdown()
         except BaseException:
             pass
-    # An exception raised in C by a callback (atexit.register(sys.exit, 3)) has no traceback
-    # of its own, and CPython then gives it one from the current frame: this function's. At a
-    # real exit there is no Python frame, so the report shows none: neither do we.
-    hook = sys.unraisablehook
-
-    def unraisable(args, hook=hook, ours=_mpes_shutdown.__code__):
-        tb = args.exc_traceback
-        while tb is not None and tb.tb_frame.f_code is ours:
-            tb = tb.tb_next
-        if hook is not sys.__unraisablehook__:
-            hook(type(args)((args.exc_type, args.exc_value, tb, args.err_msg, args.object)))
-            return
-        # CPython's own report, printed with the pure-Python printer: it reads the script's
-        # lines through linecache (the C printer looks for a script.py file, which there is not).
-        import traceback
-        try:
-            head = f"{args.err_msg or 'Exception ignored in'}: {args.object!r}\n"
-        except BaseException:
-            head = f"{args.err_msg or 'Exception ignored in'}: <object repr() failed>\n"
-        try:
-            sys.stderr.write(head + "".join(traceback.format_exception(args.exc_type, args.exc_value, tb)))
-            sys.stderr.flush()
-        except BaseException:
-            pass
-
-    sys.unraisablehook = unraisable
+    # Reports of failing callbacks go through _mpes_unraisablehook, then to the hook in place.
+    global _MPES_NEXT_UNRAISABLEHOOK
+    _MPES_NEXT_UNRAISABLEHOOK = sys.unraisablehook
+    sys.unraisablehook = _mpes_unraisablehook
     try:
         import atexit
         atexit._run_exitfuncs()
@@ -246,8 +225,8 @@ def _mpes_shutdown(code):
     except BaseException:
         pass
     finally:
-        if sys.unraisablehook is unraisable:
-            sys.unraisablehook = hook
+        if sys.unraisablehook is _mpes_unraisablehook:
+            sys.unraisablehook = _MPES_NEXT_UNRAISABLEHOOK
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -255,6 +234,33 @@ def _mpes_shutdown(code):
             if stream is sys.stdout and code == 0:
                 code = 120  # CPython's status when flushing stdout fails at exit
     return code
+
+
+def _mpes_unraisablehook(args):
+    # While atexit callbacks run. An exception raised in C by a callback
+    # (atexit.register(sys.exit, 3)) has no traceback of its own, and CPython then gives it one
+    # from the current frame: _mpes_shutdown's. At a real exit there is no Python frame, so the
+    # report shows none: neither do we.
+    import sys
+    tb = args.exc_traceback
+    while tb is not None and tb.tb_frame.f_code is _mpes_shutdown.__code__:
+        tb = tb.tb_next
+    hook = _MPES_NEXT_UNRAISABLEHOOK
+    if hook is not sys.__unraisablehook__:
+        hook(type(args)((args.exc_type, args.exc_value, tb, args.err_msg, args.object)))
+        return
+    # CPython's own report, printed with the pure-Python printer: it reads the script's lines
+    # through linecache (the C printer looks for a script.py file, which there is not).
+    import traceback
+    try:
+        head = f"{args.err_msg or 'Exception ignored in'}: {args.object!r}\n"
+    except BaseException:
+        head = f"{args.err_msg or 'Exception ignored in'}: <object repr() failed>\n"
+    try:
+        sys.stderr.write(head + "".join(traceback.format_exception(args.exc_type, args.exc_value, tb)))
+        sys.stderr.flush()
+    except BaseException:
+        pass
 
 
 def _mpes_compile(source):
