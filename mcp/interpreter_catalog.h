@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/asio_headers.h"
-#include "engine/interpreters.h"
+#include "engine/event_loop.h"
+#include "engine/interpreters/discovery.h"
 
 namespace mcp {
 
@@ -54,7 +54,7 @@ class InterpreterCatalog {
   std::shared_ptr<State> state_;
 };
 
-// Probing as the engine does it (engine/interpreters.h): /usr/bin/python3 for the quick
+// Probing as the engine does it (engine/interpreters/discovery.h): /usr/bin/python3 for the quick
 // default, the full discovery (uv, PATH, pyenv, /usr/bin, /usr/local/bin) otherwise.
 InterpreterSources host_interpreter_sources(std::string uv_path);
 

@@ -12,7 +12,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "engine/interpreters.h"
+#include "engine/interpreters/discovery.h"
 #include "mcp/cli.h"
 #include "mcp/interpreter_catalog.h"
 #include "mcp/server.h"

@@ -12,7 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "engine/interpreters.h"
+#include "engine/interpreters/discovery.h"
 #include "mcp/client_log_sink.h"
 #include "mcp/framing.h"
 #include "mcp/run_result_format.h"

@@ -5,7 +5,7 @@
 #include <memory>
 #include <optional>
 
-#include "engine/asio_headers.h"
+#include "engine/event_loop.h"
 #include "mcp/cli.h"
 #include "mcp/interpreter_catalog.h"
 #include "mcp/stdio_guard.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 
-#include "engine/asio_headers.h"
+#include "engine/event_loop.h"
 #include "mcp/unique_fd.h"
 
 namespace mcp {

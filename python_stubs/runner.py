@@ -1,7 +1,7 @@
 # Per-run runner stub: defined in the zygote; _mpes_prepare() runs in a run's child forked ahead
 # of its run, _mpes_run() once the run has arrived and the sandbox is locked down.
 
-# The result channel (engine/result_channel.h): frames of a u32 little-endian payload length, a
+# The result channel (engine/execution/result_channel.h): frames of a u32 little-endian payload length, a
 # u8 type and the payload, on this fd, for the value of the last expression, figures, notes and
 # an end record. The server validates all of it; the script can reach the fd.
 _MPES_RESULT_FD = 5

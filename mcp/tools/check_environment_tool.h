@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/asio_headers.h"
+#include "engine/event_loop.h"
 #include "mcp/interpreter_catalog.h"
 #include "engine/engine.h"
 

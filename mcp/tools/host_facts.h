@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "engine/interpreters.h"
-#include "engine/script_metadata.h"
+#include "engine/interpreters/discovery.h"
+#include "engine/packaging/script_metadata.h"
 
 namespace mcp::tools {
 

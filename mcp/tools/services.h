@@ -2,7 +2,7 @@
 // keeps alive for as long as any call can run. Handlers keep a copy of this struct.
 #pragma once
 
-#include "engine/asio_headers.h"
+#include "engine/event_loop.h"
 #include "mcp/interpreter_catalog.h"
 #include "mcp/tool_registry.h"
 #include "engine/engine.h"

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/interpreters.h"
-#include "engine/script_metadata.h"
+#include "engine/interpreters/discovery.h"
+#include "engine/packaging/script_metadata.h"
 
 namespace mcp::tools {
 

@@ -1,0 +1,441 @@
+#include "engine/environments/environments.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include <asio/post.hpp>
+#include <asio/thread_pool.hpp>
+#include <spdlog/spdlog.h>
+
+#include "engine/environments/requirement_check.h"
+
+namespace engine {
+
+namespace fs = std::filesystem;
+
+EnvironmentsConfig environments_config(const EngineConfig& config) {
+  EnvironmentsConfig c;
+  c.cache_dir = config.cache_dir;
+  c.max_bytes = config.env_cache_max_mb << 20;
+  c.installer.uv_path = config.uv_path;
+  c.installer.index = config.index;
+  c.installer.sandboxed = config.policy.backend != sandbox::Backend::none;
+  return c;
+}
+
+std::vector<std::string> parse_package_list(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) line.remove_prefix(1);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.remove_suffix(1);
+    if (!line.empty()) out.emplace_back(line);
+  }
+  return out;
+}
+
+namespace {
+
+// The installer failed because of the requirements (not because of the host).
+struct InstallFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What the installer's output line means for the user, or "" when it is noise.
+std::string progress_stage(std::string_view line) {
+  auto has = [&](std::string_view p) { return line.substr(0, p.size()) == p; };
+  if (has("Collecting ") || has("Processing ") || has("Resolved ") || has("Looking in")) return "resolving";
+  if (has("Downloading ") || has("Downloaded ") || has("Prepared ") || has("Building ")) return "downloading";
+  if (has("Installing ") || has("Installed ") || has("Successfully installed")) return "installing";
+  return {};
+}
+
+// A stamp that changes when a package is added to or removed from the interpreter's
+// site-packages (each install or removal touches the directory).
+std::string site_stamp(const Interpreter& interp) {
+  std::string stamp;
+  for (const auto& dir : interp.site_packages) {
+    struct stat st{};
+    if (::stat(dir.c_str(), &st) == 0) {
+      stamp += dir + ":" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ";";
+    }
+  }
+  return stamp;
+}
+
+std::vector<std::string> merge_names(std::vector<std::string> a, const std::vector<std::string>& b) {
+  for (const auto& n : b) {
+    if (std::find(a.begin(), a.end(), n) == a.end()) a.push_back(n);
+  }
+  return a;
+}
+
+}  // namespace
+
+struct Environments::Impl : std::enable_shared_from_this<Environments::Impl> {
+  struct Waiter {
+    ProgressFn progress;
+    DoneFn done;
+  };
+  struct CachedCheck {
+    std::string stamp;
+    RequirementCheck check;
+  };
+
+  asio::io_context& io;
+  EnvironmentsConfig config;
+  EnvironmentStore store;
+  asio::thread_pool pool;
+  std::atomic<bool> stopped{false};
+  std::atomic<std::uint64_t> installer_runs{0};
+
+  // io thread only.
+  std::map<std::string, std::vector<Waiter>> pending;
+  std::string warm_state = "not started";
+
+  std::mutex mutex;  // guards everything below (worker threads)
+  bool store_open = false;
+  std::string store_error;
+  std::map<std::string, CachedCheck> checks;
+  std::set<std::shared_ptr<deps::KillSwitch>> running;
+
+  Impl(asio::io_context& io_context, EnvironmentsConfig c)
+      : io(io_context),
+        config(std::move(c)),
+        store(config.cache_dir, config.max_bytes),
+        pool(std::max(1u, config.worker_threads)) {}
+
+  void open_store() {
+    std::lock_guard lock(mutex);
+    if (store_open) return;
+    store.open();  // throws StoreError; retried by the next call
+    store_open = true;
+  }
+
+  RequirementCheck cached_check(const std::string& key, const Interpreter& interp,
+                                const std::vector<Requirement>& reqs) {
+    const std::string stamp = site_stamp(interp);
+    {
+      std::lock_guard lock(mutex);
+      auto it = checks.find(key);
+      if (it != checks.end() && it->second.stamp == stamp) return it->second.check;
+    }
+    RequirementCheck check = check_requirements(interp, reqs);
+    std::lock_guard lock(mutex);
+    checks[key] = {stamp, check};
+    return check;
+  }
+
+  void progress(const std::string& key, std::string stage, std::string message) {
+    asio::post(io, [self = shared_from_this(), key, stage = std::move(stage),
+                    message = std::move(message)] {
+      auto it = self->pending.find(key);
+      if (it == self->pending.end()) return;
+      for (auto& w : it->second) {
+        if (w.progress) w.progress(stage, message);
+      }
+    });
+  }
+
+  void deliver(const std::string& key, EnvResult result) {
+    asio::post(io, [self = shared_from_this(), key, result = std::move(result)] {
+      auto it = self->pending.find(key);
+      if (it == self->pending.end()) return;
+      auto waiters = std::move(it->second);
+      self->pending.erase(it);
+      for (auto& w : waiters) w.done(result);
+    });
+  }
+
+  deps::InstallOutcome install(const Interpreter& interp, const std::vector<std::string>& reqs,
+                               const std::string& target, bool has_pip,
+                               const std::function<void(std::string_view)>& on_line) {
+    auto who = deps::installer_identity(config.installer);
+    if (who.dropped && ::chown(target.c_str(), who.uid, who.gid) != 0) {
+      throw StoreError("cannot hand " + target + " to the installer's uid " + std::to_string(who.uid));
+    }
+    auto ks = std::make_shared<deps::KillSwitch>();
+    {
+      std::lock_guard lock(mutex);
+      if (stopped) throw std::runtime_error("the server is shutting down");
+      running.insert(ks);
+    }
+    struct Unregister {
+      Impl* impl;
+      std::shared_ptr<deps::KillSwitch> ks;
+      ~Unregister() {
+        std::lock_guard lock(impl->mutex);
+        impl->running.erase(ks);
+      }
+    } unregister{this, ks};
+    deps::InstallRequest request;
+    request.interpreter = &interp;
+    request.requirements = reqs;
+    request.target = target;
+    request.cache_dir = store.installer_cache_dir();
+    request.interpreter_has_pip = has_pip;
+    ++installer_runs;
+    return deps::run_installer(config.installer, request, on_line, ks.get());
+  }
+
+  // Worker thread: the whole resolution and, when needed, the install for one request set.
+  EnvResult resolve(const std::string& request_key, const Interpreter& interp,
+                    const std::vector<Requirement>& reqs) {
+    EnvResult result;
+    if (stopped) {
+      result.status = EnvResult::Status::error;
+      result.error = "the server is shutting down";
+      return result;
+    }
+    progress(request_key, "resolving",
+             "checking " + std::to_string(reqs.size()) + " requirement(s) against Python " +
+                 interp.version + " (" + interp.executable + ")");
+    RequirementCheck check = cached_check(request_key, interp, reqs);
+    std::vector<Requirement> missing;
+    for (const auto& s : check.statuses) {
+      if (s.satisfied) {
+        result.from_interpreter.push_back(s.requirement.name + " " + s.installed_version);
+        result.import_names = merge_names(result.import_names, s.import_names);
+      } else {
+        missing.push_back(s.requirement);
+      }
+    }
+    if (missing.empty()) return result;
+
+    open_store();
+    std::vector<std::string> specs;
+    for (const auto& r : missing) specs.push_back(r.raw.empty() ? canonical_requirement(r) : r.raw);
+    result.installed = specs;
+    result.env_key = environment_key(interp, missing, config.installer.index);
+
+    bool built = false;
+    StoredEnv env = store.get_or_build(
+        result.env_key,
+        {{"interpreter", interp.executable}, {"version", interp.version}, {"requirements", specs}},
+        [&](const std::string& site) {
+          built = true;
+          std::string names;
+          for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s;
+          progress(request_key, "installing", "installing " + names);
+          auto outcome = install(interp, specs, site, check.interpreter_has_pip,
+                                 [&](std::string_view line) {
+                                   auto stage = progress_stage(line);
+                                   if (!stage.empty()) progress(request_key, stage, std::string(line));
+                                 });
+          if (!outcome.ok) {
+            if (outcome.process.killed || outcome.process.timed_out) {
+              throw std::runtime_error("dependency installation stopped: " + outcome.error);
+            }
+            throw InstallFailed(outcome.error);
+          }
+          // What the environment really provides, and the modules to pre-import from it.
+          RequirementCheck after = check_requirements(interp, missing, {site});
+          std::vector<std::string> imports;
+          for (const auto& s : after.statuses) {
+            if (!s.satisfied) {
+              spdlog::warn("after installing, {} is still not satisfied: {}", s.requirement.raw, s.reason);
+            }
+            imports = merge_names(imports, s.import_names);
+          }
+          return imports;
+        });
+    if (built) {
+      auto evicted = store.evict();
+      if (!evicted.empty()) {
+        spdlog::info("environment cache: evicted {} environment(s)", evicted.size());
+      }
+    }
+    result.reused = !built;
+    result.env_root = env.root;
+    result.site_dir = env.site_dir;
+    result.import_names = merge_names(env.import_names, result.import_names);
+    result.lease = env.lease;
+    return result;
+  }
+
+  void run_job(const std::string& request_key, Interpreter interp, std::vector<Requirement> reqs) {
+    EnvResult result;
+    try {
+      result = resolve(request_key, interp, reqs);
+    } catch (const InstallFailed& e) {
+      result = {};
+      result.status = EnvResult::Status::install_failed;
+      result.error = e.what();
+    } catch (const std::exception& e) {
+      result = {};
+      result.status = EnvResult::Status::error;
+      result.error = e.what();
+      spdlog::error("dependency environment failed: {}", e.what());
+    }
+    deliver(request_key, std::move(result));
+  }
+
+  void kill_all() {
+    std::lock_guard lock(mutex);
+    for (const auto& ks : running) ks->kill();
+  }
+};
+
+Environments::Environments(asio::io_context& io, EnvironmentsConfig config)
+    : impl_(std::make_shared<Impl>(io, std::move(config))) {}
+
+Environments::~Environments() {
+  impl_->stopped = true;
+  impl_->kill_all();
+  if (shutdown_thread_.joinable()) shutdown_thread_.join();
+  impl_->pool.join();
+}
+
+void Environments::ensure(const Interpreter& interpreter, std::vector<Requirement> requirements,
+                          ProgressFn progress, DoneFn done) {
+  auto& impl = *impl_;
+  // Markers are decided here, for this interpreter: a requirement that does not apply is
+  // neither checked nor installed. Later duplicates (by name) win.
+  const MarkerEnvironment markers = marker_environment_for(interpreter);
+  std::vector<Requirement> applicable;
+  for (auto& r : requirements) {
+    if (!r.marker.empty() && !evaluate_marker(r.marker, markers)) continue;
+    const std::string name = r.normalized_name.empty() ? normalize_name(r.name) : r.normalized_name;
+    auto same = std::find_if(applicable.begin(), applicable.end(), [&](const Requirement& a) {
+      return (a.normalized_name.empty() ? normalize_name(a.name) : a.normalized_name) == name;
+    });
+    if (same != applicable.end()) {
+      *same = std::move(r);
+    } else {
+      applicable.push_back(std::move(r));
+    }
+  }
+  if (impl.stopped) {
+    EnvResult r;
+    r.status = EnvResult::Status::error;
+    r.error = "the server is shutting down";
+    asio::post(impl.io, [done = std::move(done), r = std::move(r)] { done(r); });
+    return;
+  }
+  if (applicable.empty()) {
+    asio::post(impl.io, [done = std::move(done)] { done(EnvResult{}); });
+    return;
+  }
+  const std::string request_key = environment_key(interpreter, applicable, impl.config.installer.index);
+  auto [it, inserted] = impl.pending.try_emplace(request_key);
+  it->second.push_back({std::move(progress), std::move(done)});
+  if (!inserted) return;  // the same set is already being resolved: wait for it
+  asio::post(impl.pool, [self = impl_, request_key, interp = interpreter,
+                         reqs = std::move(applicable)]() mutable {
+    self->run_job(request_key, std::move(interp), std::move(reqs));
+  });
+}
+
+void Environments::warm_cache(const Interpreter& interpreter, std::vector<std::string> packages,
+                              std::function<void(std::string)> done) {
+  auto& impl = *impl_;
+  impl.warm_state = "running";
+  asio::post(impl.pool, [self = impl_, interp = interpreter, packages = std::move(packages),
+                         done = std::move(done)]() mutable {
+    std::string status;
+    try {
+      self->open_store();
+      const auto last = self->store.last_warm();
+      // A fresh success is not repeated at every start; a failure (e.g. no index reachable) is
+      // retried only after an hour, so starting servers does not mean running installers.
+      if (self->config.installer.index.offline) {
+        status = "skipped: --offline";
+      } else if (last && last->status.rfind("done", 0) == 0 && last->age_seconds < 24 * 3600) {
+        status = last->status + " (" + std::to_string(last->age_seconds / 60) + " min ago)";
+      } else if (last && last->status.rfind("failed", 0) == 0 && last->age_seconds < 3600) {
+        status = "skipped: the last attempt " + std::to_string(last->age_seconds / 60) +
+                 " min ago " + last->status;
+      } else {
+        std::vector<Requirement> reqs;
+        for (const auto& p : packages) {
+          std::string error;
+          if (auto r = parse_requirement(p, &error)) {
+            reqs.push_back(std::move(*r));
+          } else {
+            spdlog::warn("warm-up list: ignoring '{}': {}", p, error);
+          }
+        }
+        RequirementCheck check = check_requirements(interp, reqs);
+        std::vector<std::string> missing;
+        for (const auto& s : check.statuses) {
+          if (!s.satisfied) missing.push_back(s.requirement.raw);
+        }
+        if (missing.empty()) {
+          status = "done: the interpreter already has every warm-up package";
+        } else {
+          self->open_store();
+          std::string tmpl = self->store.installer_cache_dir() + "/.warm-XXXXXX";
+          if (::mkdtemp(tmpl.data()) == nullptr) throw StoreError("cannot create " + tmpl);
+          struct Cleanup {
+            std::string dir;
+            ~Cleanup() {
+              std::error_code ec;
+              fs::remove_all(dir, ec);
+            }
+          } cleanup{tmpl};
+          auto outcome = self->install(interp, missing, tmpl, check.interpreter_has_pip, {});
+          status = outcome.ok ? "done: " + std::to_string(missing.size()) + " package(s) cached"
+                              : "failed: " + outcome.error;
+        }
+        if (!self->stopped) self->store.record_warm(status);  // not an outcome: we stopped it
+      }
+    } catch (const std::exception& e) {
+      status = std::string("failed: ") + e.what();
+    }
+    if (status.rfind("failed", 0) == 0) spdlog::warn("cache warming {}", status);
+    asio::post(self->io, [self, status, done = std::move(done)] {
+      self->warm_state = status;
+      if (done) done(status);
+    });
+  });
+}
+
+void Environments::kill_installs() { impl_->kill_all(); }
+
+void Environments::shutdown(std::function<void()> done) {
+  impl_->stopped = true;
+  impl_->kill_all();
+  if (shutdown_thread_.joinable()) {
+    asio::post(impl_->io, std::move(done));
+    return;
+  }
+  // Joining blocks: do it off the io thread, then report back on it.
+  shutdown_thread_ = std::thread([impl = impl_.get(), done = std::move(done)]() mutable {
+    impl->pool.join();
+    asio::post(impl->io, std::move(done));
+  });
+}
+
+std::uint64_t Environments::installer_runs() const { return impl_->installer_runs.load(); }
+
+void Environments::report(std::function<void(nlohmann::json)> done) {
+  auto& impl = *impl_;
+  std::string warm = impl.warm_state;
+  asio::post(impl.pool, [self = impl_, warm, done = std::move(done)]() mutable {
+    nlohmann::json j;
+    j["cache_dir"] = self->store.cache_dir();
+    j["max_bytes"] = self->store.max_bytes();
+    auto usage = self->store.usage();
+    j["bytes"] = usage.bytes;
+    j["environments"] = usage.environments;
+    auto uv = deps::find_executable(self->config.installer.uv_path);
+    j["installer"] = uv ? "uv (" + *uv + ")" : std::string("pip (python -m pip)");
+    j["installer_sandboxed"] = self->config.installer.sandboxed;
+    j["cache_warming"] = warm;
+    asio::post(self->io, [j = std::move(j), done = std::move(done)] { done(j); });
+  });
+}
+
+}  // namespace engine

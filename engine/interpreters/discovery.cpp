@@ -1,0 +1,830 @@
+// CPython discovery: candidates from uv, $PATH, pyenv and the system directories, each probed
+// once by running it with a small script (no shell) and cached for the life of the process.
+#include "engine/interpreters/discovery.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/packaging/pep440.h"
+
+extern char** environ;
+
+namespace engine {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kMinMinor = 9;           // CPython >= 3.9
+constexpr int kNewestMinorToAsk = 15;  // `uv python find 3.Y` fallback range
+constexpr std::size_t kMaxParallelProbes = 4;
+constexpr std::size_t kMaxOutputBytes = 1 << 20;
+constexpr std::string_view kProbeTag = "MPES-PROBE ";
+
+// Printed on one tagged line so that anything a sitecustomize prints does not confuse us.
+// Must run on every Python 3 (older ones are reported, then rejected).
+constexpr const char* kProbeScript = R"PY(
+import json, os, platform, site, sys, sysconfig
+def var(name):
+    value = sysconfig.get_config_var(name)
+    return value if value else ""
+def full_version(info):
+    text = "%d.%d.%d" % (info.major, info.minor, info.micro)
+    if info.releaselevel != "final":
+        text += info.releaselevel[0] + str(info.serial)
+    return text
+mm = "%d.%d" % sys.version_info[:2]
+abiflags = getattr(sys, "abiflags", "")
+libpython = ""
+if var("Py_ENABLE_SHARED"):
+    names = []
+    for name in (var("INSTSONAME"), var("LDLIBRARY"), "libpython%s%s.so.1.0" % (mm, abiflags),
+                 "libpython%s%s.so" % (mm, abiflags)):
+        if name and ".so" in name and name not in names:
+            names.append(name)
+    dirs = []
+    libdir = var("LIBDIR")
+    for d in (libdir, os.path.join(libdir, var("MULTIARCH")) if libdir and var("MULTIARCH") else "",
+              os.path.join(sys.base_prefix, "lib")):
+        if d and d not in dirs:
+            dirs.append(d)
+    for d in dirs:
+        for name in names:
+            if os.path.isfile(os.path.join(d, name)):
+                libpython = os.path.join(d, name)
+                break
+        if libpython:
+            break
+sites = []
+try:
+    sites.extend(site.getsitepackages())
+except Exception:
+    pass
+paths = sysconfig.get_paths()
+sites.extend([paths.get("purelib", ""), paths.get("platlib", "")])
+site_packages = []
+for p in sites:
+    if p and os.path.isdir(p) and p not in site_packages:
+        site_packages.append(p)
+print("MPES-PROBE " + json.dumps({
+    "implementation": sys.implementation.name,
+    "version": platform.python_version(),
+    "version_info": list(sys.version_info[:3]),
+    "executable": os.path.realpath(sys.executable) if sys.executable else "",
+    "prefix": sys.prefix,
+    "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+    "libpython": libpython,
+    "site_packages": site_packages,
+    "sys_path": [p for p in sys.path if p],
+    "markers": {
+        "implementation_name": sys.implementation.name,
+        "implementation_version": full_version(sys.implementation.version),
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_python_implementation": platform.python_implementation(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "platform_version": platform.version(),
+        "python_full_version": platform.python_version(),
+        "python_version": mm,
+        "sys_platform": sys.platform,
+    },
+}))
+)PY";
+
+// ---------------------------------------------------------------------------------------------
+// Processes: posix_spawn (no shell), output through an O_CLOEXEC pipe, a deadline, always reaped.
+
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+  int get() const { return fd_; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct CommandResult {
+  std::string output;      // stdout and stderr interleaved, at most kMaxOutputBytes
+  std::string error;       // set when the command could not be started
+  int exit_status = -1;    // exit code, or -signal
+  bool timed_out = false;
+};
+
+// SIGKILL to a probe's process group (a shim's bash and what it started) and to its leader.
+void kill_group(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+}
+
+// The process groups of the probes alive right now, so that a server exiting in the middle of a
+// discovery (which it does not wait for) kills them instead of leaving them running. A group is
+// removed before its leader is reaped, under the same lock as the kill: its id cannot have been
+// reused when it is killed. Once the process is exiting, a probe that starts is killed at once.
+class LiveProbes {
+ public:
+  static LiveProbes& instance() {
+    static LiveProbes live;
+    return live;
+  }
+  void add(pid_t pid) {
+    std::lock_guard lock(mutex_);
+    pids_.insert(pid);
+    if (exiting_) kill_group(pid);  // started by a worker after the kill, as the process ends
+  }
+  void remove(pid_t pid) {
+    std::lock_guard lock(mutex_);
+    pids_.erase(pid);
+  }
+  void kill_all() {
+    std::lock_guard lock(mutex_);
+    exiting_ = true;
+    for (pid_t pid : pids_) kill_group(pid);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<pid_t> pids_;
+  bool exiting_ = false;
+};
+
+// A spawned command in its own process group. The destructor kills the group and reaps it, so
+// no path out of a function leaves a zombie or a stray process.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, Clock::time_point deadline) : deadline_(deadline) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      result_.error = std::string("pipe2: ") + std::strerror(errno);
+      return;
+    }
+    UniqueFd read_end(fds[0]);
+    UniqueFd write_end(fds[1]);
+    ::fcntl(read_end.get(), F_SETFL, O_NONBLOCK);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
+    posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
+    sigset_t empty;
+    sigemptyset(&empty);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigmask(&attr, &empty);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, static_cast<short>(POSIX_SPAWN_SETPGROUP |
+                                                       POSIX_SPAWN_SETSIGMASK |
+                                                       POSIX_SPAWN_SETSIGDEF));
+    std::vector<char*> args;
+    args.reserve(argv.size() + 1);
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const int rc = ::posix_spawn(&pid_, argv[0].c_str(), &actions, &attr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+      pid_ = -1;
+      result_.error = "cannot run " + argv[0] + ": " + std::strerror(rc);
+      return;
+    }
+    LiveProbes::instance().add(pid_);
+    out_ = std::move(read_end);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() { kill_and_reap(); }
+
+  bool done() const { return done_; }
+  int fd() const { return eof_ ? -1 : out_.get(); }
+  bool waiting_for_exit() const { return !done_ && eof_; }
+  Clock::time_point deadline() const { return deadline_; }
+  CommandResult take_result() { return std::move(result_); }
+
+  // Reads what is there, reaps when exited, kills at the deadline. Never blocks for long.
+  void step() {
+    if (done_) return;
+    if (pid_ < 0) {
+      done_ = true;
+      return;
+    }
+    drain();
+    // Look without reaping, so the group id cannot be reused before the group is killed.
+    siginfo_t info{};
+    const int r = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && info.si_pid == pid_) {
+      ::kill(-pid_, SIGKILL);  // descendants left holding the pipe are not waited for
+      LiveProbes::instance().remove(pid_);
+      int status = 0;
+      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      pid_ = -1;
+      record_status(status);
+      drain();  // what the child wrote just before exiting
+      done_ = true;
+      return;
+    }
+    if (r < 0 && errno == ECHILD) {  // reaped elsewhere (SIGCHLD ignored): nothing to wait for
+      LiveProbes::instance().remove(pid_);
+      pid_ = -1;
+      drain();
+      done_ = true;
+      return;
+    }
+    if (Clock::now() >= deadline_) {
+      result_.timed_out = true;
+      kill_and_reap();
+      done_ = true;
+    }
+  }
+
+ private:
+  void record_status(int status) {
+    if (WIFEXITED(status)) result_.exit_status = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) result_.exit_status = -WTERMSIG(status);
+  }
+
+  void drain() {
+    if (eof_ || out_.get() < 0) return;
+    char buffer[16384];
+    while (true) {
+      const ssize_t n = ::read(out_.get(), buffer, sizeof buffer);
+      if (n > 0) {
+        const std::size_t room = kMaxOutputBytes - std::min(kMaxOutputBytes, result_.output.size());
+        result_.output.append(buffer, std::min(room, static_cast<std::size_t>(n)));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 || errno != EAGAIN) eof_ = true;
+      return;
+    }
+  }
+
+  void kill_and_reap() {
+    if (pid_ <= 0) return;
+    kill_group(pid_);
+    LiveProbes::instance().remove(pid_);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+  pid_t pid_ = -1;
+  UniqueFd out_;
+  bool eof_ = false;
+  bool done_ = false;
+  Clock::time_point deadline_;
+  CommandResult result_;
+};
+
+// Runs the commands, at most kMaxParallelProbes at a time; results in the same order.
+std::vector<CommandResult> run_commands(const std::vector<std::vector<std::string>>& commands,
+                                        std::chrono::milliseconds timeout) {
+  std::vector<CommandResult> results(commands.size());
+  std::vector<std::pair<std::size_t, std::unique_ptr<Child>>> running;
+  std::size_t next = 0;
+  while (next < commands.size() || !running.empty()) {
+    while (running.size() < kMaxParallelProbes && next < commands.size()) {
+      running.emplace_back(next, std::make_unique<Child>(commands[next], Clock::now() + timeout));
+      ++next;
+    }
+    std::vector<pollfd> fds;
+    auto wait = std::chrono::milliseconds(100);
+    const auto now = Clock::now();
+    for (const auto& [index, child] : running) {
+      if (child->fd() >= 0) fds.push_back(pollfd{child->fd(), POLLIN, 0});
+      // Output closed but not exited yet: look again soon.
+      if (child->waiting_for_exit()) wait = std::min(wait, std::chrono::milliseconds(2));
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(child->deadline() - now);
+      wait = std::max(std::chrono::milliseconds(0), std::min(wait, left));
+    }
+    ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+    for (auto& [index, child] : running) {
+      child->step();
+      if (child->done()) results[index] = child->take_result();
+    }
+    std::erase_if(running, [](const auto& entry) { return entry.second->done(); });
+  }
+  return results;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probing and the cache.
+
+struct ProbeOutcome {
+  std::optional<Interpreter> interpreter;
+  std::string error;
+};
+
+std::mutex cache_mutex;
+std::map<std::string, ProbeOutcome> probe_cache;  // candidate path -> outcome
+
+std::string first_line(std::string_view text) {
+  while (!text.empty() && (text.front() == '\n' || text.front() == ' ')) text.remove_prefix(1);
+  std::string line(text.substr(0, text.find('\n')));
+  if (line.size() > 200) line = line.substr(0, 200) + "...";
+  return line;
+}
+
+std::vector<std::string> string_list(const nlohmann::json& j, const char* key) {
+  std::vector<std::string> out;
+  if (!j.contains(key) || !j[key].is_array()) return out;
+  for (const auto& item : j[key]) {
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+ProbeOutcome interpret_probe(const std::string& path, const CommandResult& run,
+                             std::chrono::milliseconds timeout) {
+  ProbeOutcome outcome;
+  if (!run.error.empty()) {
+    outcome.error = run.error;
+    return outcome;
+  }
+  if (run.timed_out) {
+    outcome.error = "did not answer the probe within " + std::to_string(timeout.count()) + " ms";
+    return outcome;
+  }
+  const std::size_t tag = run.output.rfind(kProbeTag);
+  if (run.exit_status != 0 || tag == std::string::npos) {
+    outcome.error = "exited with status " + std::to_string(run.exit_status);
+    const std::string said = first_line(run.output);
+    if (!said.empty()) outcome.error += ": " + said;
+    return outcome;
+  }
+  const std::string_view line = std::string_view(run.output).substr(tag + kProbeTag.size());
+  const nlohmann::json j = nlohmann::json::parse(line.substr(0, line.find('\n')), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    outcome.error = "printed an unreadable probe answer";
+    return outcome;
+  }
+  try {
+    const std::string implementation = j.value("implementation", "");
+    const std::string version = j.value("version", "");
+    const auto info = j.value("version_info", std::vector<int>{});
+    if (implementation != "cpython") {
+      outcome.error = (implementation.empty() ? std::string("unknown") : implementation) + " " +
+                      version + " is not CPython";
+      return outcome;
+    }
+    if (info.size() < 2 || info[0] != 3 || info[1] < kMinMinor) {
+      outcome.error = "Python " + version + " is older than 3." + std::to_string(kMinMinor);
+      return outcome;
+    }
+    Interpreter it;
+    it.version = version;
+    it.major_minor = std::to_string(info[0]) + "." + std::to_string(info[1]);
+    it.executable = j.value("executable", "");
+    if (it.executable.empty()) it.executable = path;
+    it.prefix = j.value("prefix", "");
+    it.base_prefix = j.value("base_prefix", "");
+    it.libpython = j.value("libpython", "");
+    it.site_packages = string_list(j, "site_packages");
+    it.sys_path = string_list(j, "sys_path");
+    it.found_as = path;
+    if (j.contains("markers") && j["markers"].is_object()) {
+      const nlohmann::json& m = j["markers"];
+      MarkerEnvironment& env = it.markers;
+      env.python_version = m.value("python_version", it.major_minor);
+      env.python_full_version = m.value("python_full_version", version);
+      env.implementation_name = m.value("implementation_name", env.implementation_name);
+      env.implementation_version = m.value("implementation_version", "");
+      env.sys_platform = m.value("sys_platform", env.sys_platform);
+      env.platform_system = m.value("platform_system", env.platform_system);
+      env.platform_machine = m.value("platform_machine", env.platform_machine);
+      env.platform_release = m.value("platform_release", "");
+      env.platform_version = m.value("platform_version", "");
+      env.os_name = m.value("os_name", env.os_name);
+      env.platform_python_implementation =
+          m.value("platform_python_implementation", env.platform_python_implementation);
+    } else {
+      it.markers.python_version = it.major_minor;
+      it.markers.python_full_version = version;
+    }
+    outcome.interpreter = std::move(it);
+  } catch (const nlohmann::json::exception& e) {
+    outcome.error = std::string("printed a malformed probe answer: ") + e.what();
+  }
+  return outcome;
+}
+
+std::vector<std::string> probe_command(const std::string& path) {
+  // -I: no PYTHON* variables, no user site, no script directory: the default sys.path.
+  return {path, "-I", "-c", kProbeScript};
+}
+
+// Probes the paths not cached yet (in parallel), then answers everything from the cache.
+std::vector<ProbeOutcome> probe_all(const std::vector<std::string>& paths,
+                                    std::chrono::milliseconds timeout) {
+  std::vector<std::string> missing;
+  {
+    std::lock_guard lock(cache_mutex);
+    for (const std::string& p : paths) {
+      if (!probe_cache.contains(p) &&
+          std::find(missing.begin(), missing.end(), p) == missing.end()) {
+        missing.push_back(p);
+      }
+    }
+  }
+  std::vector<std::vector<std::string>> commands;
+  for (const std::string& p : missing) commands.push_back(probe_command(p));
+  const std::vector<CommandResult> runs = run_commands(commands, timeout);
+  std::lock_guard lock(cache_mutex);
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    probe_cache.emplace(missing[i], interpret_probe(missing[i], runs[i], timeout));
+  }
+  std::vector<ProbeOutcome> outcomes;
+  for (const std::string& p : paths) outcomes.push_back(probe_cache.at(p));
+  return outcomes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Candidates.
+
+struct Candidate {
+  std::string path;
+  std::string source;
+  std::string same_as;  // a file known to be what `path` runs (a pyenv shim's target), or ""
+};
+
+bool is_executable_file(const fs::path& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// "python3.11" -> 11; "python3" -> -1 (unversioned); anything else -> nullopt.
+std::optional<int> python_name_minor(std::string_view name) {
+  constexpr std::string_view kPrefix = "python3";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  const std::string_view rest = name.substr(kPrefix.size());
+  if (rest.empty()) return -1;
+  if (rest.size() < 2 || rest.size() > 4 || rest[0] != '.') return std::nullopt;
+  int minor = 0;
+  for (char c : rest.substr(1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    minor = minor * 10 + (c - '0');
+  }
+  return minor;
+}
+
+// The PYENV_ROOT a pyenv shim exports, when `path` is one.
+std::optional<std::string> pyenv_shim_root(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  if (head.rfind("#!", 0) != 0 || head.find("pyenv") == std::string::npos) return std::nullopt;
+  constexpr std::string_view kExport = "export PYENV_ROOT=\"";
+  const std::size_t start = head.find(kExport);
+  if (start == std::string::npos) return std::nullopt;
+  const std::size_t end = head.find('"', start + kExport.size());
+  if (end == std::string::npos) return std::nullopt;
+  return head.substr(start + kExport.size(), end - start - kExport.size());
+}
+
+std::vector<std::string> split_words(std::string_view text) {
+  std::vector<std::string> words;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t start = text.find_first_not_of(" \t\r\n:", pos);
+    if (start == std::string_view::npos) break;
+    const std::size_t end = std::min(text.find_first_of(" \t\r\n:", start), text.size());
+    if (text[start] == '#') {  // comment to the end of the line
+      pos = std::min(text.find('\n', start), text.size());
+      continue;
+    }
+    words.emplace_back(text.substr(start, end - start));
+    pos = end;
+  }
+  return words;
+}
+
+std::string read_small_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text(65536, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
+}
+
+// The versions pyenv selects, by its own rules: $PYENV_VERSION, else the nearest
+// .python-version from $PYENV_DIR (default: the working directory) upward, else
+// $PYENV_ROOT/version, else "system".
+std::vector<std::string> pyenv_selected_versions(const std::string& root) {
+  if (const char* env = std::getenv("PYENV_VERSION"); env && *env) return split_words(env);
+  std::error_code ec;
+  const char* dir_env = std::getenv("PYENV_DIR");
+  fs::path dir = dir_env && *dir_env ? fs::path(dir_env) : fs::current_path(ec);
+  for (; !ec && !dir.empty(); dir = dir.parent_path()) {
+    if (fs::is_regular_file(dir / ".python-version", ec)) {
+      return split_words(read_small_file(dir / ".python-version"));
+    }
+    if (dir == dir.root_path()) break;
+  }
+  if (fs::is_regular_file(fs::path(root) / "version", ec)) {
+    std::vector<std::string> words = split_words(read_small_file(fs::path(root) / "version"));
+    if (!words.empty()) return words;
+  }
+  return {"system"};
+}
+
+// What pyenv will make of a shim, worked out from the files pyenv itself reads.
+struct ShimForecast {
+  std::optional<std::string> unresolvable;  // why running it can only fail
+  std::string target;                       // the file it will run, when certain
+};
+
+// Running a pyenv shim costs a bash and a pyenv (~0.5 s, more on a busy host). A shim whose
+// program is in none of the selected versions only fails, so it is not run; shims known to
+// reach the same file are run once. When unsure ("system", prefixes like "3.11", plugins) the
+// shim runs and pyenv decides.
+ShimForecast forecast_shim(const fs::path& shim) {
+  ShimForecast forecast;
+  const std::optional<std::string> root = pyenv_shim_root(shim);
+  if (!root) return forecast;
+  std::string names;
+  for (const std::string& version : pyenv_selected_versions(*root)) {
+    const fs::path dir = fs::path(*root) / "versions" / version;
+    std::error_code ec;
+    if (version == "system" || !fs::is_directory(dir, ec)) return forecast;
+    if (is_executable_file(dir / "bin" / shim.filename())) {
+      forecast.target = (dir / "bin" / shim.filename()).string();
+      return forecast;
+    }
+    names += (names.empty() ? "" : ", ") + version;
+  }
+  forecast.unresolvable = "pyenv shim: " + shim.filename().string() +
+                          " is not in the selected pyenv version(s) " + names;
+  return forecast;
+}
+
+// pythonX.Y entries newest first, then python3.
+void add_dir_candidates(const std::string& dir, const std::string& source,
+                        std::vector<Candidate>& out, std::vector<SkippedInterpreter>& skipped) {
+  std::error_code ec;
+  std::vector<std::pair<int, std::string>> found;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::optional<int> minor = python_name_minor(name);
+    if (!minor || !is_executable_file(it->path())) continue;
+    found.emplace_back(*minor, it->path().string());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    if ((a.first < 0) != (b.first < 0)) return b.first < 0;  // python3 last
+    return a.first > b.first;
+  });
+  for (const auto& [minor, path] : found) {
+    if (minor >= 0 && minor < kMinMinor) {
+      skipped.push_back({path, source, "older than 3." + std::to_string(kMinMinor) + " (by name)"});
+      continue;
+    }
+    ShimForecast shim = forecast_shim(path);
+    if (shim.unresolvable) {
+      skipped.push_back({path, source, *shim.unresolvable});
+      continue;
+    }
+    out.push_back({path, source, std::move(shim.target)});
+  }
+}
+
+std::vector<std::string> path_dirs(const DiscoveryOptions& options) {
+  if (!options.path_dirs.empty()) return options.path_dirs;
+  std::vector<std::string> dirs;
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "";
+  while (!rest.empty()) {
+    const std::size_t colon = rest.find(':');
+    const std::string_view dir = rest.substr(0, colon);
+    if (!dir.empty() && dir.front() == '/') dirs.emplace_back(dir);  // never the cwd
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  return dirs;
+}
+
+std::string pyenv_root(const DiscoveryOptions& options) {
+  if (!options.pyenv_root.empty()) return options.pyenv_root;
+  if (const char* root = std::getenv("PYENV_ROOT"); root && *root) return root;
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.pyenv";
+  return "";
+}
+
+void add_pyenv_candidates(const std::string& root, std::vector<Candidate>& out,
+                          std::vector<SkippedInterpreter>& skipped) {
+  if (root.empty()) return;
+  std::error_code ec;
+  std::vector<std::pair<std::optional<pep440::Version>, std::string>> versions;
+  for (fs::directory_iterator it(root + "/versions", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    versions.emplace_back(pep440::parse_version(name), name);
+  }
+  // Newest first; names that are not versions (envs, other implementations) after, by name.
+  std::sort(versions.begin(), versions.end(), [](const auto& a, const auto& b) {
+    if (a.first.has_value() != b.first.has_value()) return a.first.has_value();
+    if (a.first && *a.first != *b.first) return *a.first > *b.first;
+    return a.second < b.second;
+  });
+  for (const auto& [version, name] : versions) {
+    const fs::path python = fs::path(root) / "versions" / name / "bin" / "python3";
+    if (!is_executable_file(python)) continue;
+    if (version && !version->release.empty() &&
+        (version->release[0] != "3" ||
+         (version->release.size() > 1 && std::stoi(version->release[1]) < kMinMinor))) {
+      skipped.push_back({python.string(), "pyenv", "Python " + name + " is older than 3." +
+                                                       std::to_string(kMinMinor)});
+      continue;
+    }
+    out.push_back({python.string(), "pyenv", ""});
+  }
+}
+
+std::optional<std::string> find_uv(const DiscoveryOptions& options) {
+  if (options.uv_path.empty()) return std::nullopt;
+  if (options.uv_path.find('/') != std::string::npos) {
+    if (is_executable_file(options.uv_path)) return options.uv_path;
+    return std::nullopt;
+  }
+  for (const std::string& dir : path_dirs(options)) {
+    const fs::path p = fs::path(dir) / options.uv_path;
+    if (is_executable_file(p)) return p.string();
+  }
+  return std::nullopt;
+}
+
+// Absolute paths in `uv python list` / `uv python find` output ("key  /path/python -> target").
+std::vector<std::string> paths_in(const std::string& output) {
+  std::vector<std::string> paths;
+  std::size_t start = 0;
+  while (start < output.size()) {
+    const std::size_t end = std::min(output.find('\n', start), output.size());
+    const std::string_view line = std::string_view(output).substr(start, end - start);
+    start = end + 1;
+    std::size_t pos = 0;
+    while (pos < line.size()) {
+      while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) ++pos;
+      const std::size_t token_end = std::min(line.find_first_of(" \t", pos), line.size());
+      const std::string_view token = line.substr(pos, token_end - pos);
+      if (!token.empty() && token.front() == '/') {
+        paths.emplace_back(token);
+        break;
+      }
+      pos = token_end;
+    }
+  }
+  return paths;
+}
+
+void add_uv_candidates(const DiscoveryOptions& options, std::vector<Candidate>& out) {
+  const std::optional<std::string> uv = find_uv(options);
+  if (!uv) return;  // no uv: skip silently
+  const auto timeout = std::chrono::milliseconds(options.probe_timeout_ms);
+  std::vector<CommandResult> runs = run_commands(
+      {{*uv, "python", "list", "--only-installed", "--python-preference", "only-managed"}},
+      timeout);
+  std::vector<std::string> found;
+  if (runs[0].error.empty() && !runs[0].timed_out && runs[0].exit_status == 0) {
+    found = paths_in(runs[0].output);
+  } else {
+    // Older or unusual uv: ask version by version.
+    std::vector<std::vector<std::string>> finds;
+    for (int minor = kNewestMinorToAsk; minor >= kMinMinor; --minor) {
+      finds.push_back({*uv, "python", "find", "--python-preference", "only-managed",
+                       "3." + std::to_string(minor)});
+    }
+    for (const CommandResult& r : run_commands(finds, timeout)) {
+      if (r.error.empty() && !r.timed_out && r.exit_status == 0) {
+        for (std::string& p : paths_in(r.output)) found.push_back(std::move(p));
+      }
+    }
+  }
+  for (std::string& p : found) out.push_back({std::move(p), "uv", ""});
+}
+
+}  // namespace
+
+DiscoveryReport discover_interpreters_report(const DiscoveryOptions& options) {
+  DiscoveryReport report;
+  std::vector<Candidate> candidates;
+  add_uv_candidates(options, candidates);
+  for (const std::string& dir : path_dirs(options)) {
+    add_dir_candidates(dir, "path", candidates, report.skipped);
+  }
+  add_pyenv_candidates(pyenv_root(options), candidates, report.skipped);
+  for (const std::string& dir : options.system_dirs) {
+    add_dir_candidates(dir, dir, candidates, report.skipped);
+  }
+
+  // The same file reached twice (a symlink, a dir listed twice, shims of one pyenv version) is
+  // probed once.
+  std::vector<Candidate> unique;
+  std::set<std::string> seen_files;
+  for (Candidate& c : candidates) {
+    std::error_code ec;
+    const fs::path real = fs::canonical(c.same_as.empty() ? c.path : c.same_as, ec);
+    if (seen_files.insert(ec ? c.path : real.string()).second) unique.push_back(std::move(c));
+  }
+
+  std::vector<std::string> paths;
+  for (const Candidate& c : unique) paths.push_back(c.path);
+  const std::vector<ProbeOutcome> outcomes =
+      probe_all(paths, std::chrono::milliseconds(options.probe_timeout_ms));
+
+  std::set<std::pair<std::string, std::string>> seen_interpreters;
+  for (std::size_t i = 0; i < unique.size(); ++i) {
+    const ProbeOutcome& outcome = outcomes[i];
+    if (!outcome.interpreter) {
+      report.skipped.push_back({unique[i].path, unique[i].source, outcome.error});
+      continue;
+    }
+    Interpreter it = *outcome.interpreter;
+    if (!seen_interpreters.emplace(it.executable, it.prefix).second) continue;
+    it.source = unique[i].source;
+    report.interpreters.push_back(std::move(it));
+  }
+  return report;
+}
+
+std::vector<Interpreter> discover_interpreters(const DiscoveryOptions& options) {
+  return discover_interpreters_report(options).interpreters;
+}
+
+std::optional<Interpreter> probe_interpreter(const std::string& path, std::string* error,
+                                             int timeout_ms) {
+  ProbeOutcome outcome = probe_all({path}, std::chrono::milliseconds(timeout_ms)).front();
+  if (!outcome.interpreter && error) *error = path + ": " + outcome.error;
+  return outcome.interpreter;
+}
+
+void clear_interpreter_cache() {
+  std::lock_guard lock(cache_mutex);
+  probe_cache.clear();
+}
+
+std::optional<Interpreter> default_interpreter(const std::vector<Interpreter>& found) {
+  if (found.empty()) return std::nullopt;
+  std::error_code ec;
+  const fs::path system = fs::canonical("/usr/bin/python3", ec);
+  if (!ec) {
+    for (const Interpreter& it : found) {
+      // Debian's own interpreter, not a venv made from it.
+      if (it.executable == system.string() && it.prefix == it.base_prefix) return it;
+    }
+  }
+  return found.front();
+}
+
+std::optional<Interpreter> select_interpreter(const std::vector<Interpreter>& found,
+                                              const std::string& major_minor) {
+  const auto matches = [&](const Interpreter& it) {
+    return it.major_minor == major_minor || it.version == major_minor;
+  };
+  if (std::optional<Interpreter> d = default_interpreter(found); d && matches(*d)) return d;
+  for (const Interpreter& it : found) {
+    if (matches(it)) return it;
+  }
+  return std::nullopt;
+}
+
+void kill_running_probes() { LiveProbes::instance().kill_all(); }
+
+}  // namespace engine

@@ -1,0 +1,133 @@
+// The server's side of one zygote: spawns it (under bubblewrap for the native backend, as an
+// unprivileged uid when the server is root), watches its control socket, stderr and process on
+// the io_context, and dispatches runs to it. Single-threaded: every method and callback runs on
+// the io_context's thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/event_loop.h"
+
+#include "engine/interpreters/discovery.h"
+#include "engine/zygote/protocol.h"
+#include "sandbox/policy.h"
+#include "sandbox/rlimits.h"
+#include "sandbox/unique_fd.h"
+
+namespace engine {
+
+struct ZygoteLaunch {
+  Interpreter interpreter;
+  sandbox::Policy policy;
+  std::string zygote_path;  // host path of mcp-python-exec-sandbox-zygote
+  std::string bwrap_path;   // native backend
+  std::vector<std::string> preload;
+  // A dependency environment (its root holds site/): mounted read-only at kEnvInside in the
+  // sandbox, whatever its host path (a cache under /tmp would be hidden by each run's own /tmp),
+  // and its site dir put first on sys.path.
+  std::string env_root;
+  sandbox::RlimitFallbacks rlimit_fallbacks;
+  // What a run's result channel may carry (engine/execution/result_channel.h): the runner bounds to these.
+  std::size_t max_value_bytes = 102400;
+  unsigned max_images = 4;
+  // When the server runs as root, bubblewrap runs as this uid/gid (see DESIGN.md: a root-started
+  // bwrap leaves runs unable to mount their own /proc; and the zygote never holds host root).
+  uid_t unprivileged_uid = 65534;
+  gid_t unprivileged_gid = 65534;
+};
+
+// The argv and environment a zygote is started with (exposed for tests and diagnostics). The
+// spawned process has the control socket on fd 3 and the generated passwd/group on fds 4 and 5.
+struct ZygoteCommand {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+};
+
+class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
+ public:
+  enum class State { starting, ready, failed, stopped };
+
+  struct RunCallbacks {
+    std::function<void(pid_t pid, sandbox::UniqueFd pidfd)> started;
+    std::function<void(const zygote::ExitedMessage&)> exited;
+    // The run never started or its result is lost (refused, zygote died): the reason.
+    std::function<void(const std::string& reason)> failed;
+  };
+
+  ZygoteProcess(asio::io_context& io, ZygoteLaunch launch);
+  ~ZygoteProcess();
+  ZygoteProcess(const ZygoteProcess&) = delete;
+  ZygoteProcess& operator=(const ZygoteProcess&) = delete;
+
+  // Spawns the zygote. `on_state` is called when it becomes ready, when it fails to start (with
+  // an actionable reason) and when it is lost later (reason "zygote lost: ...").
+  void start(std::function<void(State, const std::string& reason)> on_state);
+  // Sends one run. fds: script memfd, stdout and stderr write ends, then cgroup.procs fds.
+  // Returns false (and calls nothing) when the zygote is not ready.
+  bool run(std::uint64_t run_id, std::uint32_t timeout_seconds, std::vector<int> fds,
+           RunCallbacks callbacks);
+  // Closes the control socket (the zygote kills its runs and exits), kills the process if it
+  // has not gone after a grace period; `on_reaped` (optional) runs once the process is reaped.
+  void stop(std::function<void()> on_reaped = {});
+
+  State state() const { return state_; }
+  const ZygoteLaunch& launch() const { return launch_; }
+  const std::string& python_version() const { return python_version_; }
+  std::uint64_t rss_bytes() const { return rss_bytes_; }
+  std::size_t runs_in_flight() const { return runs_.size(); }
+  std::chrono::steady_clock::time_point last_used() const { return last_used_; }
+  const std::string& warnings() const { return warnings_; }
+  const std::string& failure() const { return failure_; }
+
+ private:
+  void spawn();
+  void wait_control();
+  void on_control();
+  void read_stderr();
+  void watch_exit();
+  void lose(const std::string& reason);
+  void flush_outbox();
+  void notify_reaped();
+
+  asio::io_context& io_;
+  ZygoteLaunch launch_;
+  State state_ = State::starting;
+  std::function<void(State, const std::string&)> on_state_;
+  pid_t pid_ = -1;  // bwrap (native) or the zygote itself (none)
+  bool reaped_ = false;
+  asio::posix::stream_descriptor control_;
+  asio::posix::stream_descriptor stderr_;
+  asio::posix::stream_descriptor pidfd_;
+  asio::steady_timer kill_timer_;
+  std::vector<std::function<void()>> on_reaped_;
+  std::string stderr_line_;
+  std::string stderr_tail_;  // last lines, for a failure message
+  std::string python_version_;
+  std::uint64_t rss_bytes_ = 0;
+  std::string warnings_;
+  std::string failure_;
+  std::map<std::uint64_t, RunCallbacks> runs_;
+  struct Outgoing {
+    zygote::RunMessage message;
+    std::vector<int> fds;  // owned until sent
+  };
+  std::vector<Outgoing> outbox_;
+  bool writing_ = false;
+  std::chrono::steady_clock::time_point last_used_ = std::chrono::steady_clock::now();
+};
+
+// What the zygote would be started with (no fds opened: fd numbers are placeholders).
+ZygoteCommand describe_zygote_command(const ZygoteLaunch& launch);
+
+const char* to_string(ZygoteProcess::State state);
+
+}  // namespace engine

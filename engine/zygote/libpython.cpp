@@ -1,0 +1,62 @@
+#include "engine/zygote/libpython.h"
+
+#include <dlfcn.h>
+
+#include <stdexcept>
+
+namespace engine {
+namespace {
+
+template <typename Fn>
+void resolve(void* handle, const std::string& path, const char* name, Fn& out) {
+  void* sym = ::dlsym(handle, name);
+  if (sym == nullptr) {
+    throw std::runtime_error(path + " has no symbol " + name +
+                             " (not a CPython 3.9+ shared library?)");
+  }
+  out = reinterpret_cast<Fn>(sym);
+}
+
+}  // namespace
+
+LibPython LibPython::load(const std::string& path) {
+  LibPython lib;
+  lib.handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (lib.handle_ == nullptr) {
+    const char* why = ::dlerror();
+    throw std::runtime_error("cannot load libpython " + path + ": " + (why ? why : "unknown error"));
+  }
+  resolve(lib.handle_, path, "Py_InitializeEx", lib.Py_InitializeEx);
+  resolve(lib.handle_, path, "Py_IsInitialized", lib.Py_IsInitialized);
+  resolve(lib.handle_, path, "Py_GetVersion", lib.Py_GetVersion);
+  resolve(lib.handle_, path, "PyRun_SimpleStringFlags", lib.PyRun_SimpleStringFlags);
+  resolve(lib.handle_, path, "PyOS_BeforeFork", lib.PyOS_BeforeFork);
+  resolve(lib.handle_, path, "PyOS_AfterFork_Parent", lib.PyOS_AfterFork_Parent);
+  resolve(lib.handle_, path, "PyOS_AfterFork_Child", lib.PyOS_AfterFork_Child);
+  resolve(lib.handle_, path, "PyImport_AddModule", lib.PyImport_AddModule);
+  resolve(lib.handle_, path, "PyModule_GetDict", lib.PyModule_GetDict);
+  resolve(lib.handle_, path, "PyDict_GetItemString", lib.PyDict_GetItemString);
+  resolve(lib.handle_, path, "PyObject_CallObject", lib.PyObject_CallObject);
+  resolve(lib.handle_, path, "Py_DecRef", lib.Py_DecRef);
+  resolve(lib.handle_, path, "PyErr_Print", lib.PyErr_Print);
+  return lib;
+}
+
+void* LibPython::main_function(const char* name) const {
+  void* main = PyImport_AddModule("__main__");
+  if (main == nullptr) return nullptr;
+  void* dict = PyModule_GetDict(main);
+  return dict == nullptr ? nullptr : PyDict_GetItemString(dict, name);
+}
+
+bool LibPython::call(void* function) const {
+  void* result = PyObject_CallObject(function, nullptr);
+  if (result == nullptr) {
+    PyErr_Print();
+    return false;
+  }
+  Py_DecRef(result);
+  return true;
+}
+
+}  // namespace engine

@@ -1,0 +1,807 @@
+// The zygote: a small single-threaded process that loads one interpreter's libpython at run
+// time, warms it (boot stub, preloads, gc.freeze), then forks one disposable child per run on
+// request from the server (engine/zygote/protocol.h). It never runs user code itself.
+//
+// Per run (native backend):
+//   zygote --clone(new user/pid/mount/ipc/uts/cgroup[/net] namespaces)--> init (pid 1)
+//     init: cgroup join, id maps, mounts; fork --> script process: rlimits, identity, seccomp,
+//           runner stub (the script); init then only reaps and reports the script's status
+//           through a per-run status pipe, so a script dying of a signal is reported as such.
+// With the none backend the script process is a plain fork, in a fresh temporary work dir.
+//
+// No spdlog here: diagnostics go to stderr, which the server reads and logs.
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/zygote/libpython.h"
+#include "engine/zygote/protocol.h"
+#include "python_stubs/mpes_python_stubs.h"
+#include "sandbox/child_setup.h"
+#include "sandbox/mounts.h"
+#include "sandbox/namespaces.h"
+#include "sandbox/seccomp_filter.h"
+#include "sandbox/setup_error.h"
+#include "sandbox/unique_fd.h"
+
+namespace {
+
+namespace z = engine::zygote;
+using sandbox::UniqueFd;
+
+// Exit status of a run process whose sandbox setup failed (the status pipe says so; the code
+// itself is never shown as the script's).
+constexpr int kSetupFailedExit = 125;
+
+struct Options {
+  std::string libpython;
+  std::string spawn_executable;  // no shared libpython: each run execs this interpreter
+  std::string home;        // PYTHONHOME: the interpreter's prefix
+  std::string executable;  // sys.executable for scripts
+  std::string run_path;    // $PATH of runs
+  std::string preload;     // comma-separated modules
+  std::string sys_path;    // the interpreter's own sys.path, newline-separated ("" = computed)
+  std::string prefix;      // sys.prefix when it differs from the home (a venv)
+  bool isolate = true;     // native backend
+  bool network = true;
+  sandbox::Limits limits;
+  sandbox::RlimitFallbacks fallbacks;
+  unsigned spares = 2;  // run children prepared ahead of their runs
+  std::uint64_t max_value_bytes = 102400;  // the runner's bound on a value's repr and JSON
+  unsigned max_images = 4;                 // figures a run returns at most
+};
+
+void log(const std::string& text) {
+  const std::string line = "zygote: " + text + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(2, line.data(), line.size());
+}
+
+[[noreturn]] void usage(const std::string& problem) {
+  log(problem);
+  log("usage: mcp-python-exec-sandbox-zygote (--libpython PATH | --spawn-executable PATH) --home PREFIX [--executable PATH] "
+      "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--max-value-bytes N] [--max-images N] [--backend native|none] [--network on|off] "
+      "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
+      "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
+      "(control socket on fd 3; started by mcp-python-exec-sandbox)");
+  std::exit(2);
+}
+
+std::uint64_t number(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0') usage("bad number for " + flag + ": " + text);
+  return v;
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage("missing value for " + flag);
+    const std::string value = argv[++i];
+    if (flag == "--libpython") o.libpython = value;
+    else if (flag == "--spawn-executable") o.spawn_executable = value;
+    else if (flag == "--home") o.home = value;
+    else if (flag == "--executable") o.executable = value;
+    else if (flag == "--run-path") o.run_path = value;
+    else if (flag == "--preload") o.preload = value;
+    else if (flag == "--sys-path") o.sys_path = value;
+    else if (flag == "--prefix") o.prefix = value;
+    else if (flag == "--spares") o.spares = static_cast<unsigned>(std::min<std::uint64_t>(8, number(flag, value)));
+    else if (flag == "--max-value-bytes") o.max_value_bytes = number(flag, value);
+    else if (flag == "--max-images") o.max_images = static_cast<unsigned>(std::min<std::uint64_t>(64, number(flag, value)));
+    else if (flag == "--backend") o.isolate = value != "none";
+    else if (flag == "--network") o.network = value != "off";
+    else if (flag == "--tmpfs-bytes") o.limits.tmpfs_bytes = number(flag, value);
+    else if (flag == "--memory-bytes") o.limits.memory_bytes = number(flag, value);
+    else if (flag == "--max-processes") o.limits.max_processes = static_cast<std::uint32_t>(number(flag, value));
+    else if (flag == "--cpu-seconds") o.limits.cpu_seconds = static_cast<std::uint32_t>(number(flag, value));
+    else if (flag == "--file-size-bytes") o.limits.file_size_bytes = number(flag, value);
+    else if (flag == "--open-files") o.limits.open_files = static_cast<std::uint32_t>(number(flag, value));
+    else if (flag == "--rlimit-memory") o.fallbacks.memory = value != "0";
+    else if (flag == "--rlimit-processes") o.fallbacks.processes = value != "0";
+    else usage("unknown option " + flag);
+  }
+  if ((o.libpython.empty() && o.spawn_executable.empty()) || o.home.empty()) {
+    usage("--home and one of --libpython / --spawn-executable are required");
+  }
+  return o;
+}
+
+std::uint64_t own_rss_bytes() {
+  UniqueFd fd(::open("/proc/self/statm", O_RDONLY | O_CLOEXEC));
+  if (!fd) return 0;
+  char buf[128] = {};
+  if (::read(fd.get(), buf, sizeof buf - 1) <= 0) return 0;
+  unsigned long long size = 0, resident = 0;
+  if (std::sscanf(buf, "%llu %llu", &size, &resident) != 2) return 0;
+  return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// Threads of this process; forking is only safe with exactly one.
+int count_tasks() {
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  int n = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(dir);
+  return n;
+}
+
+// One record on a run's status pipe (init -> zygote), written atomically (< PIPE_BUF).
+struct StatusRecord {
+  enum Kind : std::uint32_t { script_exited = 1, setup_failed = 2 };
+  std::uint32_t kind = 0;
+  std::int32_t wait_status = 0;
+  // script_exited: usage of the processes the init reaped up to the script's exit.
+  std::int64_t user_cpu_us = 0;
+  std::int64_t system_cpu_us = 0;
+  std::int64_t max_rss_kb = 0;
+  char text[232] = {};
+};
+static_assert(sizeof(StatusRecord) <= PIPE_BUF);
+
+// A flag of our own in Child::exited (never sent): the init's record of the script's end arrived.
+constexpr std::uint32_t kScriptEnded = 1u << 31;
+
+constexpr int kHandoffFd = 3;  // in a spare's processes, until its run arrives
+constexpr int kStatusFd = 4;   // in the run's processes, while setting up
+
+void write_record(const StatusRecord& record) {
+  [[maybe_unused]] const ssize_t n = ::write(kStatusFd, &record, sizeof record);
+}
+
+[[noreturn]] void setup_failed(const char* what) {
+  StatusRecord record;
+  record.kind = StatusRecord::setup_failed;
+  std::snprintf(record.text, sizeof record.text, "%s", what);
+  write_record(record);
+  // The run's stderr says it too, for whoever reads the output.
+  const std::string line = std::string("sandbox setup failed: ") + what + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(2, line.data(), line.size());
+  ::_exit(kSetupFailedExit);
+}
+
+class Zygote {
+ public:
+  Zygote(Options options, std::optional<engine::LibPython> python)
+      : options_(std::move(options)), py_(python) {}
+
+  int start();
+
+ private:
+  struct Child {
+    std::uint64_t run_id = 0;
+    UniqueFd status;       // read end of the run's status pipe
+    std::string work_dir;  // none backend: the temporary work dir to remove
+    bool reported = false;    // EXITED already sent (from the init's record)
+    bool status_eof = false;  // nothing more will come on `status`
+    std::optional<z::ExitedMessage> exited;  // what the records said so far
+  };
+
+  // A run's child forked ahead of its run: namespaces, mounts and the runner's preparation are
+  // done, the script's process waits on the hand-off socket for the run's fds.
+  struct Spare {
+    pid_t pid = -1;        // the run's init (native) or script process (none)
+    UniqueFd pidfd;
+    UniqueFd handoff;      // our end of the hand-off socket
+    UniqueFd status;       // read end of the run's status pipe
+    std::string work_dir;  // none backend
+  };
+
+  bool boot_interpreter(int report_fd, std::string& warnings);
+  // The runner's result limits, as Python assignments appended to its source.
+  std::string result_limits_source() const {
+    return "\n_MPES_MAX_VALUE_BYTES = " + std::to_string(options_.max_value_bytes) +
+           "\n_MPES_MAX_IMAGES = " + std::to_string(options_.max_images) + "\n";
+  }
+  void handle_control();
+  bool create_spare();
+  void top_up_spares();
+  void handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds);
+  void reap();
+  void read_status(Child& child);
+  void send_exited(Child& child, z::ExitedMessage exited);
+  void refuse(std::uint64_t run_id, const std::string& reason);
+  [[noreturn]] void run_init(const sandbox::ChildSpec& spec);
+  [[noreturn]] void run_script(sandbox::ChildSpec spec);
+  void kill_all_children();
+  void reap_spare(pid_t pid, int status);
+
+  Options options_;
+  std::optional<engine::LibPython> py_;  // empty on the spawn path
+  std::optional<sandbox::SeccompProgram> seccomp_;
+  void* prepare_fn_ = nullptr;  // the runner's functions (borrowed references)
+  void* run_fn_ = nullptr;
+  UniqueFd signal_fd_;
+  std::map<pid_t, Child> children_;
+  // Prepared ahead, oldest (most likely done preparing) first: a run handed to a spare still
+  // preparing waits for it, so back-to-back runs need more than one in the pipeline.
+  std::deque<Spare> spares_;
+  std::map<pid_t, Spare> abandoned_;  // spares that died before taking their run
+  std::string spare_error_;
+  sandbox::ChildSpec base_spec_;
+  unsigned spares_wanted_ = 2;
+  bool stopping_ = false;
+};
+
+int Zygote::start() {
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  if (::sigprocmask(SIG_BLOCK, &chld, nullptr) != 0) {
+    log(std::string("sigprocmask: ") + std::strerror(errno));
+    return 1;
+  }
+  signal_fd_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signal_fd_) {
+    log(std::string("signalfd: ") + std::strerror(errno));
+    return 1;
+  }
+
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    log(std::string("pipe: ") + std::strerror(errno));
+    return 1;
+  }
+  UniqueFd report_rd(report[0]);
+  ::setenv("MPES_REPORT_FD", std::to_string(report[1]).c_str(), 1);
+
+  std::string warnings;
+  if (py_) {
+    if (!boot_interpreter(report_rd.get(), warnings)) return 3;
+  } else {
+    report_rd.reset();
+    ::close(report[1]);
+    ::unsetenv("MPES_REPORT_FD");
+  }
+
+  if (options_.isolate) {
+    try {
+      sandbox::Policy policy;
+      policy.network = options_.network;
+      policy.limits = options_.limits;
+      seccomp_ = sandbox::SeccompProgram::compile(policy);
+    } catch (const std::exception& e) {
+      log(std::string("cannot compile the seccomp filter: ") + e.what());
+      return 4;
+    }
+  }
+
+  base_spec_.isolate = options_.isolate;
+  base_spec_.network = options_.network;
+  base_spec_.outside_uid = ::getuid();
+  base_spec_.outside_gid = ::getgid();
+  base_spec_.mounts.tmpfs_bytes = options_.limits.tmpfs_bytes;
+  base_spec_.limits = options_.limits;
+  base_spec_.rlimit_fallbacks = options_.fallbacks;
+  base_spec_.seccomp = seccomp_ ? &*seccomp_ : nullptr;
+  spares_wanted_ = options_.spares;
+
+  z::ReadyMessage ready;
+  if (py_) {
+    const std::string version = py_->Py_GetVersion();
+    ready.python_version = version.substr(0, version.find(' '));
+  }
+  ready.rss_bytes = own_rss_bytes();
+  ready.tasks = static_cast<std::uint32_t>(count_tasks());
+  ready.warnings = warnings;
+  // The first run's child starts preparing before READY, so the first run finds it (nearly) done.
+  if (spares_wanted_ > 0 && !create_spare()) log(spare_error_);
+  if (const int err = z::send_message(z::kControlFd, ready); err != 0) {
+    log(std::string("cannot send READY: ") + std::strerror(err));
+    return 1;
+  }
+
+  // Besides control and SIGCHLD: the status pipes of runs in flight, whose init reports the
+  // script's end before it exits itself, so EXITED does not wait for the init's (and the run's
+  // namespaces') teardown.
+  std::vector<pollfd> fds;
+  std::vector<pid_t> polled;
+  while (!stopping_) {
+    fds.assign({{z::kControlFd, POLLIN, 0}, {signal_fd_.get(), POLLIN, 0}});
+    polled.clear();
+    for (const auto& [pid, child] : children_) {
+      if (child.reported || child.status_eof || !child.status) continue;
+      fds.push_back({child.status.get(), POLLIN, 0});
+      polled.push_back(pid);
+    }
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      log(std::string("poll: ") + std::strerror(errno));
+      return 1;
+    }
+    for (std::size_t i = 0; i < polled.size(); ++i) {
+      if (fds[i + 2].revents == 0) continue;
+      auto it = children_.find(polled[i]);
+      if (it != children_.end()) read_status(it->second);
+    }
+    if (fds[1].revents != 0) reap();
+    if (fds[0].revents != 0) handle_control();
+  }
+  // Stopping: every run was killed; reap them all before leaving.
+  while (!children_.empty() || !spares_.empty() || !abandoned_.empty()) {
+    reap();
+    if (!children_.empty() || !spares_.empty() || !abandoned_.empty()) ::usleep(1000);
+  }
+  return 0;
+}
+
+// Initialises the embedded interpreter and warms it: boot stub, preloads, the runner, the state
+// every run starts from, gc.freeze().
+bool Zygote::boot_interpreter(int report_fd, std::string& warnings) {
+  py_->Py_InitializeEx(1);
+  if (!py_->Py_IsInitialized()) {
+    log("the interpreter failed to initialise (PYTHONHOME=" + options_.home + ")");
+    return false;
+  }
+  if (py_->run(std::string(python_stubs::boot())) != 0 ||
+      py_->run(std::string(python_stubs::runner()) + result_limits_source()) != 0) {
+    log("the boot stub failed (traceback above)");
+    return false;
+  }
+  prepare_fn_ = py_->main_function("_mpes_prepare");
+  run_fn_ = py_->main_function("_mpes_run");
+  void* ready_fn = py_->main_function("_mpes_zygote_ready");
+  if (prepare_fn_ == nullptr || run_fn_ == nullptr || ready_fn == nullptr) {
+    log("the runner stub does not define _mpes_zygote_ready/_mpes_prepare/_mpes_run");
+    return false;
+  }
+  char buf[4096];
+  for (ssize_t n; (n = ::read(report_fd, buf, sizeof buf)) > 0;) warnings.append(buf, static_cast<std::size_t>(n));
+  if (!warnings.empty()) log(warnings);
+  // Last Python the zygote runs: the state every run starts from, then gc.freeze().
+  if (!py_->call(ready_fn)) {
+    log("the runner's zygote preparation failed (traceback above)");
+    return false;
+  }
+  return true;
+}
+
+void Zygote::handle_control() {
+  for (;;) {
+    z::Received got = z::receive_message(z::kControlFd);
+    switch (got.status) {
+      case z::Received::Status::would_block:
+        return;
+      case z::Received::Status::eof:
+        // The server is gone or shutting down: no run outlives it.
+        stopping_ = true;
+        kill_all_children();
+        return;
+      case z::Received::Status::error:
+        log("bad control message: " + got.error);
+        return;
+      case z::Received::Status::message:
+        if (const auto* run = std::get_if<z::RunMessage>(&got.message)) {
+          handle_run(*run, std::move(got.fds));
+        } else {
+          log("unexpected control message ignored");
+        }
+        break;
+    }
+  }
+}
+
+void Zygote::refuse(std::uint64_t run_id, const std::string& reason) {
+  log("run " + std::to_string(run_id) + " refused: " + reason);
+  z::send_message(z::kControlFd, z::RefusedMessage{run_id, reason});
+}
+
+bool Zygote::create_spare() {
+  if (const int tasks = count_tasks(); tasks != 1) {
+    spare_error_ = "the zygote has " + std::to_string(tasks) +
+                   " threads (a preloaded module started threads); forking it could deadlock "
+                   "the run. Remove that module from --preload.";
+    return false;
+  }
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    spare_error_ = std::string("socketpair: ") + std::strerror(errno);
+    return false;
+  }
+  UniqueFd handoff(sv[0]), handoff_child(sv[1]);
+  int status_pipe[2];
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    spare_error_ = std::string("pipe: ") + std::strerror(errno);
+    return false;
+  }
+  UniqueFd status_rd(status_pipe[0]), status_wr(status_pipe[1]);
+  ::fcntl(status_rd.get(), F_SETFL, O_NONBLOCK);
+
+  std::string work_dir;
+  if (!options_.isolate) {
+    char tmpl[] = "/tmp/mpes-run-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) {
+      spare_error_ = std::string("cannot create a work dir in /tmp: ") + std::strerror(errno);
+      return false;
+    }
+    work_dir = tmpl;
+  }
+  sandbox::ChildSpec spec = base_spec_;
+  if (!work_dir.empty()) spec.mounts.work_dir = work_dir;
+  // Until a run is handed over: 0 /dev/null, 1 and 2 the zygote's log, 3 the hand-off socket,
+  // 4 the status pipe.
+  const int wanted[] = {-1, 2, 2, handoff_child.get(), status_wr.get()};
+
+  std::fflush(nullptr);  // nothing buffered may be written twice (the boot stub flushed Python's)
+  if (py_) py_->PyOS_BeforeFork();
+  int pidfd = -1;
+  const pid_t pid = options_.isolate
+                        ? sandbox::clone_into(sandbox::run_namespace_flags(options_.network), &pidfd)
+                        : ::fork();
+  if (pid == 0) {
+    try {
+      sandbox::arrange_fds(wanted);
+    } catch (const std::exception& e) {
+      log(std::string("run setup: ") + e.what());
+      ::_exit(kSetupFailedExit);
+    }
+    if (options_.isolate) run_init(spec);
+    // Unsandboxed: the script's process is this one, in its own process group so that the
+    // zygote can kill what it leaves behind, and it dies with the zygote.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::chdir(work_dir.c_str()) != 0) setup_failed("chdir to the work dir failed");
+    ::setsid();
+    run_script(spec);
+  }
+  const int fork_errno = errno;
+  if (py_) py_->PyOS_AfterFork_Parent();
+  if (pid < 0) {
+    if (!work_dir.empty()) ::rmdir(work_dir.c_str());
+    spare_error_ = std::string("cannot fork the run: ") + std::strerror(fork_errno) +
+                   (options_.isolate ? " (creating its namespaces failed; are user namespaces "
+                                       "available?)"
+                                     : "");
+    return false;
+  }
+  Spare spare;
+  spare.pid = pid;
+  spare.pidfd.reset(pidfd >= 0 ? pidfd : static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  spare.handoff = std::move(handoff);
+  spare.status = std::move(status_rd);
+  spare.work_dir = work_dir;
+  spares_.push_back(std::move(spare));
+  return true;
+}
+
+void Zygote::top_up_spares() {
+  while (spares_.size() < spares_wanted_) {
+    if (!create_spare()) return;  // the next run tries again and reports why
+  }
+}
+
+void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
+  if (fds.size() < z::RunMessage::kFdCount) {
+    refuse(run.run_id, "RUN without its script/stdout/stderr/result fds");
+    return;
+  }
+  std::vector<int> raw;
+  for (const auto& fd : fds) raw.push_back(fd.get());
+  // A spare prepared ahead takes the run; if it died meanwhile, a fresh one does.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (spares_.empty() && !create_spare()) {
+      refuse(run.run_id, spare_error_);
+      return;
+    }
+    Spare spare = std::move(spares_.front());
+    spares_.pop_front();
+    if (z::send_message(spare.handoff.get(), run, raw) != 0) {
+      abandoned_.emplace(spare.pid, std::move(spare));  // reaped (and logged) when it exits
+      continue;
+    }
+    Child child;
+    child.run_id = run.run_id;
+    child.status = std::move(spare.status);
+    child.work_dir = spare.work_dir;
+    children_.emplace(spare.pid, std::move(child));
+    z::StartedMessage started{run.run_id, spare.pid};
+    int sent;
+    if (spare.pidfd) {
+      const int attached[] = {spare.pidfd.get()};
+      sent = z::send_message(z::kControlFd, started, attached);
+    } else {
+      sent = z::send_message(z::kControlFd, started);
+    }
+    if (sent != 0) log(std::string("cannot send STARTED: ") + std::strerror(sent));
+    // The next run's child prepares while this one runs (more once this one is over: each fork
+    // here delays this run's EXITED if it ends meanwhile).
+    if (spares_.size() < spares_wanted_) create_spare();
+    return;
+  }
+  refuse(run.run_id, "the run's child died before it could start (see the zygote's log)");
+}
+
+void Zygote::run_init(const sandbox::ChildSpec& spec) {
+  // Dies with the zygote; then the kernel kills every process of the run's pid namespace.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  try {
+    sandbox::prepare_run_namespace(spec);
+  } catch (const std::exception& e) {
+    setup_failed(e.what());
+  }
+  const pid_t script = ::fork();
+  if (script < 0) setup_failed("fork of the script process failed");
+  if (script == 0) run_script(spec);
+
+  // init: holds nothing of the run's, cannot be inspected, reaps everything, reports the script.
+  for (int fd = 0; fd < kStatusFd; ++fd) ::close(fd);
+  ::prctl(PR_SET_DUMPABLE, 0);
+  StatusRecord record;
+  record.kind = StatusRecord::script_exited;
+  for (;;) {
+    int status = 0;
+    rusage usage{};
+    const pid_t p = ::wait4(-1, &status, 0, &usage);
+    if (p > 0) {
+      record.user_cpu_us += usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
+      record.system_cpu_us += usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
+      record.max_rss_kb = std::max<std::int64_t>(record.max_rss_kb, usage.ru_maxrss);
+    }
+    if (p == script) {
+      record.wait_status = status;
+      write_record(record);  // the zygote answers from this, not from our exit
+      ::_exit(0);  // the kernel now kills whatever the script left running
+    }
+    if (p < 0 && errno != EINTR) ::_exit(kSetupFailedExit);
+  }
+}
+
+void Zygote::run_script(sandbox::ChildSpec spec) {
+  if (py_) py_->PyOS_AfterFork_Child();  // first: reinitialises the interpreter's locks, reseeds random
+  try {
+    sandbox::prepare_run_process(spec);
+  } catch (const std::exception& e) {
+    setup_failed(e.what());
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // The run's environment (the runner mirrors it into os.environ): subprocesses inherit it.
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof cwd) == nullptr) setup_failed("getcwd failed");
+  ::clearenv();
+  ::setenv("PATH", options_.run_path.empty() ? "/usr/local/bin:/usr/bin:/bin" : options_.run_path.c_str(), 1);
+  ::setenv("HOME", cwd, 1);
+  ::setenv("TMPDIR", cwd, 1);
+  ::setenv("LANG", "C.UTF-8", 1);
+  ::setenv("PYTHONIOENCODING", "utf-8", 1);
+  ::setenv("MPLBACKEND", "Agg", 1);
+  // Everything that does not depend on the script happens before it arrives.
+  if (py_ && !py_->call(prepare_fn_)) setup_failed("the runner's preparation failed (traceback in the log)");
+  // The spawn path's command line, ready before the run arrives.
+  std::string bootstrap;
+  if (!py_) {
+    bootstrap = std::string(python_stubs::spawn()) + "\n" + std::string(python_stubs::runner()) +
+                result_limits_source() + "\n_mpes_zygote_ready()\n_mpes_prepare()\n_mpes_run()\n";
+  }
+
+  z::Received got = z::receive_message_blocking(kHandoffFd);
+  const auto* run = std::get_if<z::RunMessage>(&got.message);
+  if (got.status != z::Received::Status::message || run == nullptr ||
+      got.fds.size() < z::RunMessage::kFdCount) {
+    ::_exit(0);  // no run for this spare (the zygote is stopping)
+  }
+  // 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 status pipe, 5 result channel, 6... cgroup.procs
+  // fds. The result fd stays inheritable until the runner marks it (so the spawn path's exec
+  // keeps it).
+  static_assert(z::kRunResultFd == 5);
+  std::vector<int> wanted = {0, got.fds[z::RunMessage::kStdoutFd].get(),
+                             got.fds[z::RunMessage::kStderrFd].get(),
+                             got.fds[z::RunMessage::kScriptFd].get(), kStatusFd,
+                             got.fds[z::RunMessage::kResultFd].get()};
+  spec.cgroup_join_fds.clear();
+  for (std::size_t i = z::RunMessage::kFdCount; i < got.fds.size(); ++i) {
+    spec.cgroup_join_fds.push_back(static_cast<int>(wanted.size()));
+    wanted.push_back(got.fds[i].get());
+  }
+  spec.timeout_seconds = run->timeout_seconds;
+  try {
+    sandbox::arrange_fds(wanted);
+    for (auto& fd : got.fds) (void)fd.release();  // closed by arrange_fds
+    sandbox::lock_down(spec);
+  } catch (const std::exception& e) {
+    setup_failed(e.what());
+  }
+  for (int fd : spec.cgroup_join_fds) ::close(fd);
+  if (!py_) {
+    // Spawn path: a fresh interpreter (isolated mode: no user site, no PYTHON* variables) runs
+    // the same runner; the status pipe stays open (close-on-exec) to report a failed exec.
+    ::fcntl(kStatusFd, F_SETFD, FD_CLOEXEC);
+    const char* argv[] = {options_.spawn_executable.c_str(), "-I", "-c", bootstrap.c_str(), nullptr};
+    ::execve(argv[0], const_cast<char* const*>(argv), environ);
+    setup_failed("cannot execute the interpreter (spawn path)");
+  }
+  ::close(kStatusFd);
+  py_->call(run_fn_);
+  ::_exit(1);  // not reached: the runner exits the process itself
+}
+
+int remove_entry(const char* path, const struct stat*, int, FTW*) {
+  ::remove(path);
+  return 0;
+}
+
+void Zygote::reap() {
+  signalfd_siginfo info;
+  while (::read(signal_fd_.get(), &info, sizeof info) > 0) {
+  }
+  for (;;) {
+    int status = 0;
+    rusage usage{};
+    const pid_t pid = ::wait4(-1, &status, WNOHANG, &usage);
+    if (pid <= 0) return;
+    auto it = children_.find(pid);
+    if (it == children_.end()) {
+      reap_spare(pid, status);
+      continue;
+    }
+    Child& child = it->second;
+    read_status(child);
+    if (!options_.isolate) {
+      ::kill(-pid, SIGKILL);  // what the script left in its process group
+      if (!child.work_dir.empty()) ::nftw(child.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    if (!child.reported) {
+      // No record of the script's end (killed, setup failed, unsandboxed): the process's own.
+      z::ExitedMessage exited = child.exited.value_or(z::ExitedMessage{});
+      exited.run_id = child.run_id;
+      if (!child.exited || !(exited.flags & kScriptEnded)) exited.wait_status = status;
+      exited.flags &= ~kScriptEnded;
+      exited.user_cpu_us = usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
+      exited.system_cpu_us = usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
+      exited.max_rss_kb = usage.ru_maxrss;
+      send_exited(child, std::move(exited));
+    }
+    children_.erase(it);
+  }
+}
+
+// Reads what a run's status pipe holds; on the init's record of the script's end, answers
+// right away (the init and the run's namespaces are torn down after, and reaped later).
+void Zygote::read_status(Child& child) {
+  if (child.status_eof || !child.status) return;
+  StatusRecord record;
+  for (;;) {
+    const ssize_t n = ::read(child.status.get(), &record, sizeof record);
+    if (n != static_cast<ssize_t>(sizeof record)) {
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) child.status_eof = true;
+      break;
+    }
+    record.text[sizeof record.text - 1] = '\0';
+    if (!child.exited) child.exited.emplace();
+    if (record.kind == StatusRecord::script_exited) {
+      child.exited->wait_status = record.wait_status;
+      child.exited->user_cpu_us = record.user_cpu_us;
+      child.exited->system_cpu_us = record.system_cpu_us;
+      child.exited->max_rss_kb = record.max_rss_kb;
+      child.exited->flags |= kScriptEnded;
+    } else if (record.kind == StatusRecord::setup_failed) {
+      child.exited->flags |= z::kExitSetupFailed;
+      child.exited->detail = record.text;
+    }
+  }
+  if (!child.reported && child.exited && (child.exited->flags & kScriptEnded)) {
+    z::ExitedMessage exited = *child.exited;
+    exited.run_id = child.run_id;
+    exited.flags &= ~kScriptEnded;
+    send_exited(child, std::move(exited));
+  }
+}
+
+void Zygote::send_exited(Child& child, z::ExitedMessage exited) {
+  child.reported = true;
+  if (stopping_) return;
+  exited.zygote_rss_bytes = own_rss_bytes();
+  if (const int err = z::send_message(z::kControlFd, exited); err != 0) {
+    log(std::string("cannot send EXITED: ") + std::strerror(err));
+  }
+  top_up_spares();
+}
+
+// A spare that died before taking a run: say why in the log (the next run forks a new one).
+void Zygote::reap_spare(pid_t pid, int status) {
+  Spare spare;
+  const auto waiting = std::find_if(spares_.begin(), spares_.end(), [pid](const Spare& s) { return s.pid == pid; });
+  if (waiting != spares_.end()) {
+    spare = std::move(*waiting);
+    spares_.erase(waiting);
+  } else if (auto it = abandoned_.find(pid); it != abandoned_.end()) {
+    spare = std::move(it->second);
+    abandoned_.erase(it);
+  } else {
+    return;
+  }
+  std::string why = WIFEXITED(status)     ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                    : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                          : "ended";
+  StatusRecord record;
+  while (::read(spare.status.get(), &record, sizeof record) == static_cast<ssize_t>(sizeof record)) {
+    record.text[sizeof record.text - 1] = '\0';
+    if (record.kind == StatusRecord::setup_failed) why = record.text;
+  }
+  if (!stopping_) log("a prepared run child died before its run: " + why);
+  spare_error_ = "the run's sandbox could not be set up: " + why;
+  if (!options_.isolate) {
+    ::kill(-pid, SIGKILL);
+    if (!spare.work_dir.empty()) ::nftw(spare.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+}
+
+void Zygote::kill_all_children() {
+  for (const auto& [pid, child] : children_) {
+    ::kill(pid, SIGKILL);
+    if (!options_.isolate) ::kill(-pid, SIGKILL);
+  }
+  for (auto& spare : spares_) {
+    spare.handoff.reset();  // its script process sees EOF and leaves
+    ::kill(spare.pid, SIGKILL);
+  }
+  for (auto& [pid, spare] : abandoned_) ::kill(pid, SIGKILL);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before anything can load a BLAS: one thread each, so the zygote stays forkable.
+  for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                          "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"}) {
+    ::setenv(var, "1", 1);
+  }
+  Options options = parse_options(argc, argv);
+
+  // Only the control socket and stdio survive from whoever started us.
+  if (::fcntl(z::kControlFd, F_GETFD) < 0) {
+    log("no control socket on fd 3 (the zygote is started by mcp-python-exec-sandbox)");
+    return 2;
+  }
+  ::fcntl(z::kControlFd, F_SETFD, FD_CLOEXEC);
+  ::syscall(SYS_close_range, z::kControlFd + 1, ~0U, 0U);
+  if (!options.isolate) ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // bwrap does it otherwise
+
+  ::setenv("PYTHONHOME", options.home.c_str(), 1);
+  ::setenv("PYTHONIOENCODING", "utf-8", 1);
+  ::setenv("MPES_EXECUTABLE", options.executable.c_str(), 1);
+  ::setenv("MPES_PRELOAD", options.preload.c_str(), 1);
+  ::setenv("MPES_RUN_PATH", options.run_path.c_str(), 1);
+  ::setenv("MPES_SYS_PATH", options.sys_path.c_str(), 1);
+  ::setenv("MPES_PREFIX", options.prefix.c_str(), 1);
+  // Sandboxed runs all work in the same place (their own tmpfs on it); unsandboxed ones each
+  // get a temporary directory.
+  ::setenv("MPES_WORK_DIR", options.isolate ? sandbox::kRunWorkDir : "", 1);
+  try {
+    std::optional<engine::LibPython> python;
+    if (options.spawn_executable.empty()) python = engine::LibPython::load(options.libpython);
+    Zygote zygote(options, python);
+    return zygote.start();
+  } catch (const std::exception& e) {
+    log(e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,255 @@
+#include "engine/zygote/protocol.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <type_traits>
+
+namespace engine::zygote {
+namespace {
+
+constexpr std::uint32_t kMagic = 0x315a504d;  // "MPZ1"
+constexpr std::size_t kHeaderBytes = 8;
+// A string field never makes a message exceed kMaxMessageBytes (the fixed fields are tiny).
+constexpr std::size_t kMaxStringBytes = 1024;
+
+enum class Type : std::uint32_t { ready = 1, run = 2, started = 3, exited = 4, refused = 5 };
+
+class Writer {
+ public:
+  template <typename T>
+  void put(T value) {
+    static_assert(std::is_integral_v<T>);
+    const auto at = bytes_.size();
+    bytes_.resize(at + sizeof value);
+    std::memcpy(bytes_.data() + at, &value, sizeof value);
+  }
+  void put(const std::string& text) {
+    // Cut at a UTF-8 character boundary so the text stays valid.
+    std::size_t n = std::min(text.size(), kMaxStringBytes);
+    while (n > 0 && n < text.size() && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+    put(static_cast<std::uint32_t>(n));
+    bytes_.insert(bytes_.end(), text.begin(), text.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  std::vector<std::uint8_t> take() { return std::move(bytes_); }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
+  template <typename T>
+  bool get(T& value) {
+    static_assert(std::is_integral_v<T>);
+    if (bytes_.size() - pos_ < sizeof value) return false;
+    std::memcpy(&value, bytes_.data() + pos_, sizeof value);
+    pos_ += sizeof value;
+    return true;
+  }
+  bool get(std::string& text) {
+    std::uint32_t n = 0;
+    if (!get(n) || n > kMaxStringBytes || bytes_.size() - pos_ < n) return false;
+    text.assign(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
+    pos_ += n;
+    return true;
+  }
+  bool done() const { return pos_ == bytes_.size(); }
+
+ private:
+  std::span<const std::uint8_t> bytes_;
+  std::size_t pos_ = 0;
+};
+
+Received receive(int socket_fd, int flags);
+
+void header(Writer& w, Type type) {
+  w.put(kMagic);
+  w.put(static_cast<std::uint32_t>(type));
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode(const Message& message) {
+  Writer w;
+  if (const auto* m = std::get_if<ReadyMessage>(&message)) {
+    header(w, Type::ready);
+    w.put(m->python_version);
+    w.put(m->rss_bytes);
+    w.put(m->tasks);
+    w.put(m->warnings);
+  } else if (const auto* r = std::get_if<RunMessage>(&message)) {
+    header(w, Type::run);
+    w.put(r->run_id);
+    w.put(r->timeout_seconds);
+    w.put(r->flags);
+  } else if (const auto* s = std::get_if<StartedMessage>(&message)) {
+    header(w, Type::started);
+    w.put(s->run_id);
+    w.put(s->pid);
+  } else if (const auto* e = std::get_if<ExitedMessage>(&message)) {
+    header(w, Type::exited);
+    w.put(e->run_id);
+    w.put(e->wait_status);
+    w.put(e->user_cpu_us);
+    w.put(e->system_cpu_us);
+    w.put(e->max_rss_kb);
+    w.put(e->flags);
+    w.put(e->zygote_rss_bytes);
+    w.put(e->detail);
+  } else if (const auto* f = std::get_if<RefusedMessage>(&message)) {
+    header(w, Type::refused);
+    w.put(f->run_id);
+    w.put(f->reason);
+  }
+  return w.take();
+}
+
+bool decode(std::span<const std::uint8_t> bytes, Message& out, std::string& error) {
+  if (bytes.size() > kMaxMessageBytes) {
+    error = "message of " + std::to_string(bytes.size()) + " bytes exceeds the limit";
+    return false;
+  }
+  Reader r(bytes);
+  std::uint32_t magic = 0, type = 0;
+  if (!r.get(magic) || !r.get(type)) {
+    error = "message shorter than its header";
+    return false;
+  }
+  if (magic != kMagic) {
+    error = "bad magic (not a zygote protocol message)";
+    return false;
+  }
+  bool ok = false;
+  switch (static_cast<Type>(type)) {
+    case Type::ready: {
+      ReadyMessage m;
+      ok = r.get(m.python_version) && r.get(m.rss_bytes) && r.get(m.tasks) && r.get(m.warnings);
+      out = std::move(m);
+      break;
+    }
+    case Type::run: {
+      RunMessage m;
+      ok = r.get(m.run_id) && r.get(m.timeout_seconds) && r.get(m.flags);
+      out = m;
+      break;
+    }
+    case Type::started: {
+      StartedMessage m;
+      ok = r.get(m.run_id) && r.get(m.pid);
+      out = m;
+      break;
+    }
+    case Type::exited: {
+      ExitedMessage m;
+      ok = r.get(m.run_id) && r.get(m.wait_status) && r.get(m.user_cpu_us) &&
+           r.get(m.system_cpu_us) && r.get(m.max_rss_kb) && r.get(m.flags) &&
+           r.get(m.zygote_rss_bytes) && r.get(m.detail);
+      out = std::move(m);
+      break;
+    }
+    case Type::refused: {
+      RefusedMessage m;
+      ok = r.get(m.run_id) && r.get(m.reason);
+      out = std::move(m);
+      break;
+    }
+    default:
+      error = "unknown message type " + std::to_string(type);
+      return false;
+  }
+  if (!ok) {
+    error = "truncated message of type " + std::to_string(type);
+    return false;
+  }
+  if (!r.done()) {
+    error = "trailing bytes after message of type " + std::to_string(type);
+    return false;
+  }
+  return true;
+}
+
+int send_message(int socket_fd, const Message& message, std::span<const int> fds) {
+  if (fds.size() > kMaxFdsPerMessage) return EINVAL;
+  auto bytes = encode(message);
+  iovec iov{bytes.data(), bytes.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)]{};
+  if (!fds.empty()) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+  }
+  for (;;) {
+    const ssize_t n = ::sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
+    if (n >= 0) return 0;
+    if (errno != EINTR) return errno;
+  }
+}
+
+Received receive_message(int socket_fd) { return receive(socket_fd, MSG_DONTWAIT); }
+
+Received receive_message_blocking(int socket_fd) { return receive(socket_fd, 0); }
+
+namespace {
+
+Received receive(int socket_fd, int flags) {
+  Received result;
+  std::vector<std::uint8_t> buffer(kMaxMessageBytes + 1);
+  iovec iov{buffer.data(), buffer.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)]{};
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC | flags);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      result.status = Received::Status::would_block;
+    } else {
+      result.error = std::string("recvmsg: ") + std::strerror(errno);
+    }
+    return result;
+  }
+  // Take ownership of every fd first, so none leaks whatever else is wrong with the message.
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      result.fds.emplace_back(fd);
+    }
+  }
+  if (n == 0 && result.fds.empty()) {
+    result.status = Received::Status::eof;
+    return result;
+  }
+  if ((msg.msg_flags & MSG_TRUNC) != 0 || (msg.msg_flags & MSG_CTRUNC) != 0) {
+    result.error = "message or its attached fds were truncated";
+    result.fds.clear();
+    return result;
+  }
+  if (!decode({buffer.data(), static_cast<std::size_t>(n)}, result.message, result.error)) {
+    result.fds.clear();
+    return result;
+  }
+  result.status = Received::Status::message;
+  return result;
+}
+
+}  // namespace
+
+}  // namespace engine::zygote

@@ -1,0 +1,96 @@
+// The control channel between the server and a zygote: a SOCK_SEQPACKET socketpair carrying
+// small fixed-layout binary messages, with file descriptors attached as SCM_RIGHTS.
+//
+//   zygote -> server  READY    after warm-up (python version, zygote RSS)
+//   server -> zygote  RUN      + fds {script memfd (sealed), stdout write end, stderr write end,
+//                              result write end (engine/execution/result_channel.h)}
+//   zygote -> server  STARTED  + fd {pidfd of the run's child}
+//   zygote -> server  EXITED   wait status + rusage of the run's process tree
+//   zygote -> server  REFUSED  the zygote could not fork this run (reason)
+//
+// Shared by the server (mpes_engine) and the zygote binary, so it uses neither asio nor spdlog.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sandbox/unique_fd.h"
+
+namespace engine::zygote {
+
+// The fd number the zygote finds its end of the control socket on.
+inline constexpr int kControlFd = 3;
+// The fd number a run's process finds the write end of its result channel on (the runner marks
+// it close-on-exec: the script's subprocesses do not inherit it).
+inline constexpr int kRunResultFd = 5;
+// Largest encoded message; strings are cut to fit.
+inline constexpr std::size_t kMaxMessageBytes = 4096;
+inline constexpr std::size_t kMaxFdsPerMessage = 8;
+
+struct ReadyMessage {
+  std::string python_version;  // sys.version's first word, e.g. "3.11.2"
+  std::uint64_t rss_bytes = 0;  // the zygote's RSS after warm-up
+  std::uint32_t tasks = 0;      // threads in the zygote (1 = can fork)
+  std::string warnings;         // e.g. preloads that failed, one per line
+};
+
+// Per-run flags.
+inline constexpr std::uint32_t kRunFlagNone = 0;
+
+struct RunMessage {
+  std::uint64_t run_id = 0;
+  std::uint32_t timeout_seconds = 0;  // the wall deadline (server-owned); the CPU limit default
+  std::uint32_t flags = kRunFlagNone;
+  // Attached fds, in this order.
+  static constexpr std::size_t kScriptFd = 0, kStdoutFd = 1, kStderrFd = 2, kResultFd = 3, kFdCount = 4;
+};
+
+struct StartedMessage {
+  std::uint64_t run_id = 0;
+  std::int32_t pid = 0;  // in the zygote's pid namespace (for logs only); the pidfd is attached
+};
+
+// Exit flags.
+inline constexpr std::uint32_t kExitSetupFailed = 1u << 0;  // sandbox setup failed; detail says why
+
+struct ExitedMessage {
+  std::uint64_t run_id = 0;
+  std::int32_t wait_status = 0;  // as from waitpid(): of the script's process
+  std::int64_t user_cpu_us = 0;  // rusage of the run's whole reaped process tree
+  std::int64_t system_cpu_us = 0;
+  std::int64_t max_rss_kb = 0;
+  std::uint32_t flags = 0;
+  std::uint64_t zygote_rss_bytes = 0;
+  std::string detail;  // setup failure text
+};
+
+struct RefusedMessage {
+  std::uint64_t run_id = 0;
+  std::string reason;
+};
+
+using Message = std::variant<ReadyMessage, RunMessage, StartedMessage, ExitedMessage, RefusedMessage>;
+
+std::vector<std::uint8_t> encode(const Message& message);
+// Rejects unknown types, truncated or oversized payloads and trailing bytes; `error` says which.
+bool decode(std::span<const std::uint8_t> bytes, Message& out, std::string& error);
+
+// Sends one message with `fds` attached (MSG_NOSIGNAL). Returns 0 or an errno value
+// (EAGAIN on a non-blocking socket whose buffer is full).
+int send_message(int socket_fd, const Message& message, std::span<const int> fds = {});
+
+struct Received {
+  enum class Status { message, eof, would_block, error } status = Status::error;
+  Message message;
+  std::vector<sandbox::UniqueFd> fds;  // received with MSG_CMSG_CLOEXEC
+  std::string error;                   // for Status::error
+};
+// Receives one message (one datagram); never blocks.
+Received receive_message(int socket_fd);
+// The same, waiting for a message (EINTR is retried).
+Received receive_message_blocking(int socket_fd);
+
+}  // namespace engine::zygote

@@ -1,0 +1,622 @@
+// Installers and dependency environments, offline: wheels built into a temporary directory and
+// installed with --find-links DIR --offline by Debian's /usr/bin/python3 -m pip (uv where it
+// exists), sandboxed with bubblewrap.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "engine/environments/environments.h"
+#include "engine/environments/installer.h"
+#include "engine/environments/requirement_check.h"
+#include "engine/packaging/script_metadata.h"
+#include "tests/support/wheel_fixtures.h"
+
+namespace fs = std::filesystem;
+using engine::EnvResult;
+using engine::Environments;
+using engine::deps::InstallerKind;
+
+namespace {
+
+constexpr const char* kDebianPython = "/usr/bin/python3";
+
+const engine::Interpreter& debian_python() {
+  static const engine::Interpreter interp = fixtures::probe_interpreter(kDebianPython);
+  return interp;
+}
+
+// One set of packages for the whole test run.
+const std::string& wheels() {
+  static fixtures::TempDir dir;
+  static const bool written = [] {
+    fixtures::write_standard_packages(dir.path());
+    return true;
+  }();
+  (void)written;
+  return dir.path();
+}
+
+engine::IndexOptions offline_index() {
+  engine::IndexOptions index;
+  index.offline = true;
+  index.find_links = {wheels()};
+  return index;
+}
+
+engine::Requirement req(const std::string& text) {
+  std::string error;
+  auto r = engine::parse_requirement(text, &error);
+  INFO(error);
+  REQUIRE(r.has_value());
+  return *r;
+}
+
+std::vector<engine::Requirement> reqs(const std::vector<std::string>& texts) {
+  std::vector<engine::Requirement> out;
+  for (const auto& t : texts) out.push_back(req(t));
+  return out;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+engine::EnvironmentsConfig offline_config(const std::string& cache) {
+  engine::EnvironmentsConfig config;
+  config.cache_dir = cache;
+  config.installer.index = offline_index();
+  config.installer.uv_path = "/nonexistent/uv";  // pip, also where uv exists
+  return config;
+}
+
+// Runs ensure() to completion on a private io_context.
+EnvResult ensure_sync(asio::io_context& io, Environments& envs, const engine::Interpreter& interp,
+                      std::vector<engine::Requirement> requirements,
+                      Environments::ProgressFn progress = {}) {
+  std::optional<EnvResult> out;
+  auto guard = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
+      io.get_executor());
+  envs.ensure(interp, std::move(requirements), std::move(progress), [&](EnvResult r) {
+    out = std::move(r);
+    guard.reset();
+  });
+  io.restart();
+  io.run();
+  REQUIRE(out.has_value());
+  return std::move(*out);
+}
+
+std::string leaf_version(const EnvResult& env) {
+  REQUIRE(env.site_dir.has_value());
+  auto out = fixtures::run_python(kDebianPython, {*env.site_dir}, "import mpes_leaf; print(mpes_leaf.VERSION)");
+  return out.substr(0, out.find('\n'));
+}
+
+}  // namespace
+
+// ---- run_process
+
+TEST_CASE("run_process captures output, lines and the exit code", "[installer]") {
+  engine::deps::ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo out1; echo err1 >&2; printf 'out2'; exit 3"};
+  std::vector<std::string> lines;
+  auto r = engine::deps::run_process(spec, [&](std::string_view l) { lines.emplace_back(l); });
+  CHECK(r.exit_code == 3);
+  CHECK_FALSE(r.ok());
+  CHECK(r.out == "out1\nout2");
+  CHECK(r.err == "err1\n");
+  CHECK(contains(lines, "out1"));
+  CHECK(contains(lines, "err1"));
+  CHECK(contains(lines, "out2"));
+}
+
+TEST_CASE("run_process gives the child exactly the environment and fds it was given", "[installer]") {
+  // High numbers, so that no fd the child opens itself (ls's directory fd) is mistaken for them.
+  engine::deps::Fd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  REQUIRE(null_fd);
+  engine::deps::Fd leaked(::fcntl(null_fd.get(), F_DUPFD_CLOEXEC, 100));
+  engine::deps::Fd passed(::fcntl(null_fd.get(), F_DUPFD_CLOEXEC, 110));
+  // Without close-on-exec, the way a careless library opens files: it must still not leak.
+  engine::deps::Fd careless(::fcntl(null_fd.get(), F_DUPFD, 120));
+  REQUIRE((leaked && passed && careless));
+  engine::deps::ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "env; ls /proc/self/fd"};
+  spec.env = {"ONLY=1"};
+  spec.pass_fds = {passed.get()};
+  auto r = engine::deps::run_process(spec);
+  REQUIRE(r.ok());
+  CHECK(r.out.find("ONLY=1") != std::string::npos);
+  CHECK(r.out.find("HOME=") == std::string::npos);
+  CHECK(r.out.find("\n" + std::to_string(passed.get()) + "\n") != std::string::npos);
+  CHECK(r.out.find("\n" + std::to_string(leaked.get()) + "\n") == std::string::npos);
+  CHECK(r.out.find("\n" + std::to_string(careless.get()) + "\n") == std::string::npos);
+}
+
+TEST_CASE("run_process kills on timeout and on a kill switch, and reaps", "[installer]") {
+  engine::deps::ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo started; sleep 30 & sleep 30"};
+  spec.timeout_ms = 300;
+  auto start = std::chrono::steady_clock::now();
+  auto r = engine::deps::run_process(spec);
+  CHECK(r.timed_out);
+  CHECK(r.term_signal == SIGKILL);
+  CHECK(r.out == "started\n");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+
+  // Closing its output does not take it off the clock.
+  spec.argv = {"/bin/sh", "-c", "exec >&- 2>&-; sleep 30"};
+  auto closed = engine::deps::run_process(spec);
+  CHECK(closed.timed_out);
+  CHECK(closed.term_signal == SIGKILL);
+
+  engine::deps::KillSwitch ks;
+  spec.argv = {"/bin/sh", "-c", "echo started; sleep 30 & sleep 30"};
+  spec.timeout_ms = 0;
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ks.kill();
+  });
+  auto k = engine::deps::run_process(spec, {}, &ks);
+  killer.join();
+  CHECK(k.killed);
+  CHECK_FALSE(k.ok());
+}
+
+TEST_CASE("run_process reports a program that cannot start", "[installer]") {
+  engine::deps::ProcessSpec spec;
+  spec.argv = {"/nonexistent/program"};
+  CHECK_THROWS_WITH(engine::deps::run_process(spec), Catch::Contains("/nonexistent/program"));
+}
+
+// ---- command lines and failure text
+
+TEST_CASE("installer command lines pass the index options through", "[installer]") {
+  engine::Interpreter py;
+  py.executable = "/usr/bin/python3.11";
+  engine::IndexOptions index;
+  index.index_url = "https://pypi.example/simple";
+  index.extra_index_urls = {"https://extra.example/simple"};
+  index.find_links = {"/srv/a", "https://links.example/"};
+  auto pip = engine::deps::installer_command(InstallerKind::pip, "", py, "/env/site", "/cache/pip", index,
+                                             {"numpy>=1", "pandas"});
+  std::vector<std::string> pip_expected = {
+      "/usr/bin/python3.11", "-I", "-m", "pip", "install", "--target", "/env/site", "--no-input",
+      "--disable-pip-version-check", "--no-warn-script-location", "--progress-bar", "off",
+      "--cache-dir", "/cache/pip", "--index-url", "https://pypi.example/simple",
+      "--extra-index-url", "https://extra.example/simple", "--find-links", "/srv/a",
+      "--find-links", "https://links.example/", "--", "numpy>=1", "pandas"};
+  CHECK(pip == pip_expected);
+
+  auto uv = engine::deps::installer_command(InstallerKind::uv, "/opt/uv", py, "/env/site", "/cache/uv", index,
+                                            {"numpy>=1"});
+  CHECK(uv[0] == "/opt/uv");
+  CHECK(std::vector<std::string>(uv.begin() + 1, uv.begin() + 7) ==
+        std::vector<std::string>{"pip", "install", "--target", "/env/site", "--python", "/usr/bin/python3.11"});
+  CHECK(contains(uv, "--index-url"));
+  CHECK(contains(uv, "--extra-index-url"));
+  CHECK(contains(uv, "copy"));  // --link-mode copy: no hard links into the writable cache
+  CHECK(uv.back() == "numpy>=1");
+
+  index.offline = true;
+  pip = engine::deps::installer_command(InstallerKind::pip, "", py, "/t", "/c", index, {"x"});
+  CHECK(contains(pip, "--no-index"));
+  CHECK_FALSE(contains(pip, "--index-url"));
+  CHECK(contains(pip, "--find-links"));
+  uv = engine::deps::installer_command(InstallerKind::uv, "/opt/uv", py, "/t", "/c", index, {"x"});
+  CHECK(contains(uv, "--offline"));
+}
+
+TEST_CASE("decisive_lines keeps what says why, not the whole log", "[installer]") {
+  // uv's resolver failure, as uv prints it.
+  const std::string uv_output =
+      "Using Python 3.11.2 environment at: /usr\n"
+      "  \u00d7 No solution found when resolving dependencies:\n"
+      "  \u2570\u2500\u25b6 Because nosuchpkg was not found in the package registry and you require\n"
+      "      nosuchpkg, we can conclude that your requirements are unsatisfiable.\n";
+  auto uv = engine::deps::decisive_lines(uv_output);
+  CHECK(uv.find("No solution found") != std::string::npos);
+  CHECK(uv.find("nosuchpkg was not found") != std::string::npos);
+  CHECK(uv.find("are unsatisfiable") != std::string::npos);
+  CHECK(uv.find("Using Python") == std::string::npos);
+
+  const std::string pip_output =
+      "Looking in links: /w\nProcessing /w/a-1.0-py3-none-any.whl\n"
+      "INFO: pip is looking at multiple versions of a to determine which version is compatible.\n"
+      "ERROR: Cannot install a==1.0 and b==1.0 because these package versions have conflicting dependencies.\n"
+      "\nThe conflict is caused by:\n    a 1.0 depends on c>=2\n    b 1.0 depends on c<2\n\n"
+      "To fix this you could try to:\n1. loosen the range of package versions you've specified\n\n"
+      "ERROR: ResolutionImpossible: for help visit https://pip.pypa.io/\n";
+  auto pip = engine::deps::decisive_lines(pip_output);
+  CHECK(pip.find("conflicting dependencies") != std::string::npos);
+  CHECK(pip.find("a 1.0 depends on c>=2") != std::string::npos);
+  CHECK(pip.find("b 1.0 depends on c<2") != std::string::npos);
+  CHECK(pip.find("Looking in links") == std::string::npos);
+  CHECK(pip.find("loosen") == std::string::npos);
+
+  // Unrecognised output: its last lines.
+  CHECK(engine::deps::decisive_lines("noise\nsomething broke\n") == "noise\nsomething broke");
+}
+
+// ---- the interpreter's own packages
+
+TEST_CASE("Debian's python3-numpy satisfies numpy for /usr/bin/python3", "[installer][requirements]") {
+  auto check = engine::check_requirements(
+      debian_python(), reqs({"numpy", "numpy>=1.0", "numpy>=999", "mpes-not-installed", "pandas"}));
+  REQUIRE(check.statuses.size() == 5);
+  CHECK(check.interpreter_has_pip);
+  CHECK(check.exact);
+  CHECK(check.statuses[0].satisfied);
+  CHECK_FALSE(check.statuses[0].installed_version.empty());
+  CHECK(contains(check.statuses[0].import_names, "numpy"));
+  CHECK(check.statuses[1].satisfied);
+  CHECK_FALSE(check.statuses[2].satisfied);
+  CHECK(check.statuses[2].reason.find(">=999") != std::string::npos);
+  CHECK_FALSE(check.statuses[3].satisfied);
+  CHECK(check.statuses[3].reason.find("not installed") != std::string::npos);
+  // pandas is satisfied only because its own dependencies (numpy, dateutil, pytz) are there too.
+  CHECK(check.statuses[4].satisfied);
+  CHECK(contains(check.statuses[4].import_names, "pandas"));
+}
+
+// ---- the installer itself
+
+TEST_CASE("pip installs a dependency chain offline, sandboxed, into the target only", "[installer]") {
+  fixtures::TempDir dir;
+  const std::string target = dir.path() + "/site";
+  const std::string cache = dir.path() + "/cache";
+  fs::create_directories(target);
+  fs::create_directories(cache);
+  engine::deps::InstallerOptions options;
+  options.uv_path = "/nonexistent/uv";
+  options.index = offline_index();
+  auto who = engine::deps::installer_identity(options);
+  REQUIRE(::chown(target.c_str(), who.uid, who.gid) == 0);
+  engine::deps::InstallRequest request;
+  request.interpreter = &debian_python();
+  request.requirements = {"mpes_chain"};
+  request.target = target;
+  request.cache_dir = cache;
+  std::vector<std::string> lines;
+  auto outcome = engine::deps::run_installer(options, request,
+                                             [&](std::string_view l) { lines.emplace_back(l); }, nullptr);
+  INFO(outcome.process.err);
+  REQUIRE(outcome.ok);
+  CHECK(outcome.installer == "pip");
+  CHECK(fs::exists(target + "/mpes_chain/__init__.py"));
+  CHECK(fs::exists(target + "/mpes_leaf/__init__.py"));  // the dependency came along
+  CHECK(std::any_of(lines.begin(), lines.end(),
+                    [](const std::string& l) { return l.rfind("Successfully installed", 0) == 0; }));
+  if (who.dropped) {
+    struct stat st{};
+    REQUIRE(::stat((target + "/mpes_chain/__init__.py").c_str(), &st) == 0);
+    CHECK(st.st_uid == who.uid);  // the installer never ran as root
+  }
+  // The newest leaf satisfies >=1.0.
+  auto out = fixtures::run_python(kDebianPython, {target}, "import mpes_chain; print(mpes_chain.LEAF)");
+  CHECK(out == "2.0\n");
+}
+
+TEST_CASE("a package build runs sandboxed: it cannot write to the host", "[installer]") {
+  fixtures::TempDir dir;
+  fixtures::TempDir links;
+  const std::string host_marker = dir.path() + "/escaped";
+  const std::string links_marker = links.path() + "/escaped";
+  fixtures::write_sdist(links.path(), "mpes_evil", "1.0",
+                        "import os\n"
+                        "for p in [" + nlohmann::json(host_marker).dump() + ", " +
+                            nlohmann::json(links_marker).dump() + "]:\n"
+                        "    try:\n"
+                        "        os.makedirs(os.path.dirname(p), exist_ok=True)\n"
+                        "        open(p, 'w').write('escaped')\n"
+                        "    except OSError:\n"
+                        "        pass\n"
+                        "raise SystemExit('mpes_evil refuses to build')\n");
+  const std::string target = dir.path() + "/site";
+  fs::create_directories(target);
+  engine::deps::InstallerOptions options;
+  options.uv_path = "/nonexistent/uv";
+  options.index.offline = true;
+  options.index.find_links = {links.path()};
+  auto who = engine::deps::installer_identity(options);
+  REQUIRE(::chown(target.c_str(), who.uid, who.gid) == 0);
+  engine::deps::InstallRequest request;
+  request.interpreter = &debian_python();
+  request.requirements = {"mpes_evil"};
+  request.target = target;
+  request.cache_dir = dir.path() + "/cache";
+  auto outcome = engine::deps::run_installer(options, request, {}, nullptr);
+  CHECK_FALSE(outcome.ok);
+  CHECK_FALSE(fs::exists(host_marker));
+  CHECK_FALSE(fs::exists(links_marker));
+}
+
+TEST_CASE("uv installs offline when it exists", "[installer][uv]") {
+  auto uv = engine::deps::find_executable("uv");
+  if (!uv) {
+    WARN("SKIPPED: uv is not installed on this machine; the uv installer tests did not run");
+    return;
+  }
+  fixtures::TempDir dir;
+  const std::string target = dir.path() + "/site";
+  fs::create_directories(target);
+  engine::deps::InstallerOptions options;
+  options.uv_path = *uv;
+  options.index = offline_index();
+  auto who = engine::deps::installer_identity(options);
+  REQUIRE(::chown(target.c_str(), who.uid, who.gid) == 0);
+  engine::deps::InstallRequest request;
+  request.interpreter = &debian_python();
+  request.requirements = {"mpes_chain", "mpes-leaf==1.0"};
+  request.target = target;
+  request.cache_dir = dir.path() + "/cache";
+  auto outcome = engine::deps::run_installer(options, request, {}, nullptr);
+  INFO(outcome.process.err);
+  REQUIRE(outcome.ok);
+  CHECK(outcome.installer == "uv");
+  auto out = fixtures::run_python(kDebianPython, {target}, "import mpes_chain; print(mpes_chain.LEAF)");
+  CHECK(out == "1.0\n");
+
+  request.requirements = {"mpes-no-such-package"};
+  fs::remove_all(target);
+  fs::create_directories(target);
+  REQUIRE(::chown(target.c_str(), who.uid, who.gid) == 0);
+  auto failed = engine::deps::run_installer(options, request, {}, nullptr);
+  CHECK_FALSE(failed.ok);
+  CHECK(failed.error.find("mpes-no-such-package") != std::string::npos);
+}
+
+TEST_CASE("without uv and without pip the error says what to install", "[installer]") {
+  fixtures::TempDir dir;
+  engine::deps::InstallerOptions options;
+  options.uv_path = "/nonexistent/uv";
+  engine::deps::InstallRequest request;
+  request.interpreter = &debian_python();
+  request.requirements = {"x"};
+  request.target = dir.path();
+  request.cache_dir = dir.path() + "/cache";
+  request.interpreter_has_pip = false;
+  CHECK_THROWS_WITH(engine::deps::run_installer(options, request, {}, nullptr),
+                    Catch::Contains("uv") && Catch::Contains("pip") && Catch::Contains("/nonexistent/uv"));
+  options.bwrap_path = "/nonexistent/bwrap";
+  request.interpreter_has_pip = true;
+  CHECK_THROWS_WITH(engine::deps::run_installer(options, request, {}, nullptr),
+                    Catch::Contains("apt install bubblewrap"));
+}
+
+// ---- the asynchronous facade
+
+TEST_CASE("ensure: interpreter-provided requirements need no environment", "[environments]") {
+  fixtures::TempDir cache;
+  asio::io_context io;
+  Environments envs(io, offline_config(cache.path()));
+  auto r = ensure_sync(io, envs, debian_python(), reqs({"numpy", "pandas"}));
+  INFO(r.error);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r.env_root.has_value());
+  CHECK(contains(r.import_names, "numpy"));
+  CHECK(contains(r.import_names, "pandas"));
+  REQUIRE(r.from_interpreter.size() == 2);
+  CHECK(r.from_interpreter[0].rfind("numpy ", 0) == 0);
+  CHECK(envs.installer_runs() == 0);
+  // A requirement whose marker does not apply to this interpreter is not even checked.
+  auto skipped = ensure_sync(io, envs, debian_python(), reqs({"mpes-nothing; python_version < '3.0'"}));
+  CHECK(skipped.ok());
+  CHECK_FALSE(skipped.env_root.has_value());
+  CHECK(envs.installer_runs() == 0);
+}
+
+TEST_CASE("ensure: installs a chain once, then reuses it without running an installer", "[environments]") {
+  fixtures::TempDir cache;
+  asio::io_context io;
+  Environments envs(io, offline_config(cache.path()));
+  std::vector<std::string> stages;
+  auto first = ensure_sync(io, envs, debian_python(), reqs({"mpes_chain", "numpy"}),
+                           [&](const std::string& stage, const std::string&) { stages.push_back(stage); });
+  INFO(first.error);
+  REQUIRE(first.ok());
+  REQUIRE(first.env_root.has_value());
+  CHECK_FALSE(first.reused);
+  CHECK(first.env_root->rfind(cache.path() + "/envs/", 0) == 0);
+  CHECK(first.installed == std::vector<std::string>{"mpes_chain"});  // numpy came from Debian
+  CHECK(contains(first.import_names, "mpes_chain"));
+  CHECK_FALSE(contains(first.import_names, "mpes_leaf"));  // not declared: not pre-imported
+  CHECK(contains(first.import_names, "numpy"));
+  CHECK(contains(stages, "resolving"));
+  CHECK(contains(stages, "installing"));
+  CHECK(envs.installer_runs() == 1);
+  CHECK(leaf_version(first) == "2.0");
+  // The environment belongs to the server and is not writable by others.
+  struct stat st{};
+  REQUIRE(::stat((*first.site_dir + "/mpes_chain/__init__.py").c_str(), &st) == 0);
+  CHECK(st.st_uid == ::geteuid());
+  CHECK((st.st_mode & 022) == 0);
+
+  auto second = ensure_sync(io, envs, debian_python(), reqs({"numpy", "mpes-chain"}));
+  REQUIRE(second.ok());
+  CHECK(second.reused);
+  CHECK(second.env_root == first.env_root);
+  CHECK(envs.installer_runs() == 1);
+
+  // A restarted server (a new instance on the same cache) reuses it too.
+  asio::io_context io2;
+  Environments restarted(io2, offline_config(cache.path()));
+  auto third = ensure_sync(io2, restarted, debian_python(), reqs({"mpes_chain"}));
+  REQUIRE(third.ok());
+  CHECK(third.reused);
+  CHECK(third.env_root == first.env_root);
+  CHECK(restarted.installer_runs() == 0);
+  CHECK(contains(third.import_names, "mpes_chain"));
+}
+
+TEST_CASE("ensure: the merged set with the last spec winning reaches the installer", "[environments]") {
+  fixtures::TempDir cache;
+  asio::io_context io;
+  Environments envs(io, offline_config(cache.path()));
+  auto merged = engine::merge_requirements(reqs({"mpes-leaf==2.0", "mpes_chain"}), reqs({"mpes_leaf==1.0"}));
+  auto r = ensure_sync(io, envs, debian_python(), merged);
+  INFO(r.error);
+  REQUIRE(r.ok());
+  CHECK(leaf_version(r) == "1.0");
+  CHECK(contains(r.installed, "mpes_leaf==1.0"));
+  CHECK_FALSE(contains(r.installed, "mpes-leaf==2.0"));
+}
+
+TEST_CASE("ensure: concurrent calls for the same new set install once", "[environments]") {
+  fixtures::TempDir cache;
+  asio::io_context io;
+  Environments envs(io, offline_config(cache.path()));
+  std::vector<EnvResult> results;
+  auto guard = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io.get_executor());
+  for (int i = 0; i < 3; ++i) {
+    envs.ensure(debian_python(), reqs({"mpes_slow", "mpes_leaf==1.0"}), {}, [&](EnvResult r) {
+      results.push_back(std::move(r));
+      if (results.size() == 3) guard.reset();
+    });
+  }
+  io.run();
+  REQUIRE(results.size() == 3);
+  CHECK(envs.installer_runs() == 1);
+  for (const auto& r : results) {
+    INFO(r.error);
+    REQUIRE(r.ok());
+    CHECK(r.env_root == results[0].env_root);
+    CHECK(contains(r.import_names, "mpes_slow"));
+  }
+}
+
+TEST_CASE("ensure: failures carry the installer's decisive lines", "[environments]") {
+  fixtures::TempDir cache;
+  asio::io_context io;
+  Environments envs(io, offline_config(cache.path()));
+
+  auto unknown = ensure_sync(io, envs, debian_python(), reqs({"mpes-no-such-package"}));
+  CHECK(unknown.status == EnvResult::Status::install_failed);
+  CHECK(unknown.error.find("No matching distribution found for mpes-no-such-package") != std::string::npos);
+  CHECK(unknown.error.find("Looking in links") == std::string::npos);  // not the whole log
+
+  auto version = ensure_sync(io, envs, debian_python(), reqs({"mpes-leaf>=3"}));
+  CHECK(version.status == EnvResult::Status::install_failed);
+  CHECK(version.error.find("from versions: 1.0, 2.0") != std::string::npos);
+
+  auto python = ensure_sync(io, envs, debian_python(), reqs({"mpes_future"}));
+  CHECK(python.status == EnvResult::Status::install_failed);
+  CHECK(python.error.find(">=3.99") != std::string::npos);
+
+  auto conflict = ensure_sync(io, envs, debian_python(), reqs({"mpes_modern", "mpes-leaf==1.0"}));
+  CHECK(conflict.status == EnvResult::Status::install_failed);
+  CHECK(conflict.error.find("conflict") != std::string::npos);
+  CHECK(conflict.error.find("mpes-leaf>=2.0") != std::string::npos);
+
+  // Nothing of a failed install is left in the store.
+  CHECK(fs::is_empty(cache.path() + "/envs"));
+}
+
+TEST_CASE("ensure: a killed install leaves no usable environment", "[environments]") {
+  fixtures::TempDir cache;
+  asio::io_context io;
+  Environments envs(io, offline_config(cache.path()));
+  bool killed = false;
+  // mpes_hang's build backend sleeps; kill the installer once pip is working on it.
+  auto r = ensure_sync(io, envs, debian_python(), reqs({"mpes_hang", "mpes_leaf"}),
+                       [&](const std::string&, const std::string& message) {
+                         if (!killed && message.find("mpes_hang") != std::string::npos &&
+                             message.rfind("Processing", 0) == 0) {
+                           killed = true;
+                           envs.kill_installs();
+                         }
+                       });
+  REQUIRE(killed);
+  CHECK(r.status == EnvResult::Status::error);
+  CHECK(r.error.find("stopped") != std::string::npos);
+  CHECK_FALSE(r.env_root.has_value());
+  // No environment, no build directory: only the (empty) envs dir itself.
+  CHECK(fs::is_empty(cache.path() + "/envs"));
+  engine::EnvironmentStore store(cache.path(), 1ull << 30);
+  store.open();
+  CHECK(store.usage().environments == 0);
+}
+
+TEST_CASE("ensure: the LRU bound evicts environments no one holds", "[environments]") {
+  fixtures::TempDir cache;
+  asio::io_context io;
+  auto config = offline_config(cache.path());
+  config.max_bytes = 1;  // every new environment pushes out every unheld one
+  Environments envs(io, config);
+  auto a = ensure_sync(io, envs, debian_python(), reqs({"mpes_leaf==1.0"}));
+  REQUIRE(a.ok());
+  REQUIRE(a.env_root.has_value());
+  const std::string a_root = *a.env_root;
+  auto b = ensure_sync(io, envs, debian_python(), reqs({"mpes_leaf==2.0"}));
+  REQUIRE(b.ok());
+  CHECK(fs::exists(a_root));  // `a` still holds its lease (a zygote would)
+  a = EnvResult{};            // released
+  auto c = ensure_sync(io, envs, debian_python(), reqs({"mpes_chain"}));
+  REQUIRE(c.ok());
+  CHECK_FALSE(fs::exists(a_root));
+  CHECK(fs::exists(*b.env_root));  // still leased by `b`
+  CHECK(fs::exists(*c.env_root));
+  // An evicted set is installed again when asked for.
+  auto again = ensure_sync(io, envs, debian_python(), reqs({"mpes_leaf==1.0"}));
+  REQUIRE(again.ok());
+  CHECK_FALSE(again.reused);
+  CHECK(envs.installer_runs() == 4);
+}
+
+TEST_CASE("warm-up lists parse and warming skips what the interpreter has", "[environments]") {
+  CHECK(engine::parse_package_list("# comment\nnumpy\n\n  pandas  # data\r\n") ==
+        std::vector<std::string>{"numpy", "pandas"});
+  fixtures::TempDir cache;
+  asio::io_context io;
+  auto config = offline_config(cache.path());
+  config.installer.index.offline = false;
+  Environments envs(io, config);
+  std::optional<std::string> status;
+  auto guard = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io.get_executor());
+  envs.warm_cache(debian_python(), {"numpy", "pandas"}, [&](std::string s) {
+    status = s;
+    guard.reset();
+  });
+  io.run();
+  REQUIRE(status.has_value());
+  CHECK(status->rfind("done", 0) == 0);
+  CHECK(envs.installer_runs() == 0);
+}
+
+TEST_CASE("shutdown kills a running install and reports back", "[environments]") {
+  fixtures::TempDir cache;
+  asio::io_context io;
+  Environments envs(io, offline_config(cache.path()));
+  std::optional<EnvResult> result;
+  bool shut = false;
+  envs.ensure(debian_python(), reqs({"mpes_hang"}),
+              [&](const std::string&, const std::string& message) {
+                if (message.rfind("Processing", 0) == 0) envs.shutdown([&] { shut = true; });
+              },
+              [&](EnvResult r) { result = std::move(r); });
+  auto guard = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io.get_executor());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
+  while (!(shut && result) && std::chrono::steady_clock::now() < deadline) {
+    io.run_one_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(shut);
+  REQUIRE(result.has_value());
+  CHECK(result->status == EnvResult::Status::error);
+  CHECK(envs.installer_runs() == 1);
+  // After shutdown new calls fail at once instead of hanging.
+  std::optional<EnvResult> late;
+  envs.ensure(debian_python(), reqs({"mpes_leaf"}), {}, [&](EnvResult r) { late = std::move(r); });
+  while (!late && std::chrono::steady_clock::now() < deadline) io.run_one_for(std::chrono::milliseconds(100));
+  REQUIRE(late.has_value());
+  CHECK(late->status == EnvResult::Status::error);
+}

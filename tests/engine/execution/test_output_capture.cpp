@@ -1,0 +1,155 @@
+#include <catch2/catch.hpp>
+
+#include <regex>
+#include <string>
+
+#include "engine/execution/output_capture.h"
+
+using engine::CapturedStream;
+using engine::OutputCapture;
+using engine::sanitize_utf8;
+
+namespace {
+
+CapturedStream capture(const std::string& input, std::size_t limit, std::size_t chunk = 4096) {
+  OutputCapture c(limit);
+  for (std::size_t i = 0; i < input.size(); i += chunk) c.append(std::string_view(input).substr(i, chunk));
+  return c.finish();
+}
+
+bool is_valid_utf8(const std::string& s) { return sanitize_utf8(s) == s; }
+
+// Splits a truncated text into head, dropped count and tail around its marker.
+struct Parts {
+  std::string head, tail;
+  std::uint64_t dropped = 0;
+};
+Parts split(const std::string& text) {
+  static const std::regex re(R"(\n\[\.\.\. (\d+) bytes dropped \.\.\.\]\n)");
+  std::smatch m;
+  REQUIRE(std::regex_search(text, m, re));
+  Parts p;
+  p.head = m.prefix().str();
+  p.tail = m.suffix().str();
+  p.dropped = std::stoull(m[1].str());
+  return p;
+}
+
+std::string numbered_lines(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += "line " + std::to_string(i) + "\n";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("output under the limit is kept whole", "[output]") {
+  const std::string input = numbered_lines(50);
+  for (std::size_t chunk : {1u, 7u, 4096u}) {
+    const auto r = capture(input, 4096, chunk);
+    CHECK(r.text == input);
+    CHECK(r.dropped_bytes == 0);
+  }
+}
+
+TEST_CASE("output of exactly the limit has no marker", "[output]") {
+  const std::string input(2048, 'x');
+  const auto r = capture(input, 2048);
+  CHECK(r.text == input);
+  CHECK(r.dropped_bytes == 0);
+}
+
+TEST_CASE("output over the limit keeps head and tail around an exact marker", "[output]") {
+  const std::size_t limit = 1024;
+  const std::string input = numbered_lines(5000);  // ~44 KB
+  for (std::size_t chunk : {3u, 100u, 65536u}) {
+    const auto r = capture(input, limit, chunk);
+    CHECK(r.text.size() <= limit);
+    const Parts p = split(r.text);
+    CHECK(r.dropped_bytes == p.dropped);
+    CHECK(p.head.size() + p.tail.size() + p.dropped == input.size());
+    CHECK(input.compare(0, p.head.size(), p.head) == 0);
+    CHECK(input.compare(input.size() - p.tail.size(), p.tail.size(), p.tail) == 0);
+    CHECK(p.head.rfind("line 0\n", 0) == 0);
+    CHECK(p.tail.size() >= p.head.size());  // the tail (end of a traceback) gets more room
+    CHECK(p.tail.find("line 4999\n") != std::string::npos);
+    // Cuts fall on line boundaries when one is near.
+    CHECK(p.head.back() == '\n');
+    CHECK(p.tail.rfind("line ", 0) == 0);
+  }
+}
+
+TEST_CASE("output just over the limit (no gap between buffers) is cut consistently", "[output]") {
+  const std::size_t limit = 1024;
+  const std::string input(limit + 10, 'y');
+  const auto r = capture(input, limit);
+  CHECK(r.text.size() <= limit);
+  const Parts p = split(r.text);
+  CHECK(p.head.size() + p.tail.size() + p.dropped == input.size());
+  CHECK(p.dropped >= 10);
+}
+
+TEST_CASE("a huge line without newline keeps its start and end", "[output]") {
+  const std::size_t limit = 102400;
+  std::string input = "START";
+  input.append(8 * 1024 * 1024, 'a');
+  input += "END";
+  const auto r = capture(input, limit, 65536);
+  CHECK(r.text.size() <= limit);
+  CHECK(r.text.size() > limit - 200);  // the budget is used, not wasted
+  const Parts p = split(r.text);
+  CHECK(p.head.rfind("START", 0) == 0);
+  CHECK(p.tail.size() >= 3);
+  CHECK(p.tail.substr(p.tail.size() - 3) == "END");
+  CHECK(p.head.size() + p.tail.size() + p.dropped == input.size());
+}
+
+TEST_CASE("truncation never splits a UTF-8 character", "[output][utf8]") {
+  std::string input;
+  for (int i = 0; i < 3000; ++i) input += "Hello 世界 🌍 ";
+  for (std::size_t limit : {1024u, 1025u, 1026u, 1027u, 2000u, 4099u}) {
+    for (std::size_t chunk : {1u, 5u, 4096u}) {
+      const auto r = capture(input, limit, chunk);
+      INFO("limit " << limit << " chunk " << chunk);
+      CHECK(r.text.size() <= limit);
+      CHECK(is_valid_utf8(r.text));
+      const Parts p = split(r.text);
+      CHECK(p.head.size() + p.tail.size() + p.dropped == input.size());
+      CHECK(input.compare(0, p.head.size(), p.head) == 0);
+      CHECK(input.compare(input.size() - p.tail.size(), p.tail.size(), p.tail) == 0);
+    }
+  }
+}
+
+TEST_CASE("invalid UTF-8 is replaced and the result still fits", "[output][utf8]") {
+  SECTION("short output") {
+    const auto r = capture(std::string("ok \xff\xfe end"), 1024);
+    CHECK(r.text == "ok \xEF\xBF\xBD\xEF\xBF\xBD end");
+    CHECK(r.dropped_bytes == 0);
+  }
+  SECTION("all bytes invalid and over the limit: replacement triples their size") {
+    const std::string input(10000, '\xff');
+    const auto r = capture(input, 1024);
+    CHECK(r.text.size() <= 1024);
+    CHECK(is_valid_utf8(r.text));
+    const Parts p = split(r.text);
+    CHECK(p.head.size() % 3 == 0);
+    CHECK(p.head.size() / 3 + p.tail.size() / 3 + p.dropped == input.size());
+  }
+  SECTION("fits raw but not once replaced") {
+    const std::string input(1000, '\x80');
+    const auto r = capture(input, 1024);
+    CHECK(r.text.size() <= 1024);
+    CHECK(is_valid_utf8(r.text));
+    CHECK(r.dropped_bytes > 0);
+  }
+}
+
+TEST_CASE("sanitize_utf8 rejects overlongs, surrogates and truncated sequences", "[utf8]") {
+  CHECK(sanitize_utf8("plain") == "plain");
+  CHECK(sanitize_utf8("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");       // overlong '/'
+  CHECK(sanitize_utf8("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  CHECK(sanitize_utf8("\xE4\xB8") == "\xEF\xBF\xBD\xEF\xBF\xBD");       // cut sequence
+  CHECK(sanitize_utf8("\xF4\x90\x80\x80").find("\xF4") == std::string::npos);  // > U+10FFFF
+  CHECK(sanitize_utf8("世界 🌍") == "世界 🌍");
+}

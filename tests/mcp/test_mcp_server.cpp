@@ -1,0 +1,189 @@
+// The whole stdio server over pipes with a fake engine: lifecycle, end of input, stdout hygiene.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "engine/event_loop.h"
+#include "mcp/server.h"
+#include "mcp/stdio_guard.h"
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct EngineLog {
+  int warmups = 0;
+  int cancels = 0;
+  int shutdowns = 0;
+  bool warmup_before_initialize_answer = false;
+};
+
+// Runs never end by themselves; cancel ends them with the output they had, as the engine does.
+class FakeEngine final : public engine::Engine {
+ public:
+  FakeEngine(asio::io_context& io, EngineLog& log) : io_(io), log_(log) {}
+  void start_warmup() override { ++log_.warmups; }
+  std::shared_ptr<RunHandle> execute(engine::RunRequest, ProgressFn, DoneFn done) override {
+    auto handle = std::make_shared<Handle>(io_, log_, std::move(done));
+    return handle;
+  }
+  void environment_report(std::function<void(json)> done) override {
+    asio::post(io_, [done = std::move(done)] { done(json{{"sandbox_status", "fake"}}); });
+  }
+  void shutdown(std::function<void()> done) override {
+    ++log_.shutdowns;
+    asio::post(io_, std::move(done));
+  }
+
+ private:
+  struct Handle final : RunHandle {
+    Handle(asio::io_context& context, EngineLog& engine_log, DoneFn on_done)
+        : io(context), log(engine_log), done(std::move(on_done)) {}
+    void cancel() override {
+      ++log.cancels;
+      if (!done) return;
+      asio::post(io, [done = std::move(done)] {
+        engine::RunResult result;
+        result.stdout_stream.text = "partial\n";
+        result.exit_code = -9;
+        result.end_reason = engine::EndReason::cancelled;
+        done(result);
+      });
+      done = nullptr;
+    }
+    asio::io_context& io;
+    EngineLog& log;
+    DoneFn done;
+  };
+  asio::io_context& io_;
+  EngineLog& log_;
+};
+
+struct Pipe {
+  int read = -1;
+  int write = -1;
+  Pipe() {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    read = fds[0];
+    write = fds[1];
+  }
+};
+
+// Reads one line (without "\n") within `timeout`; "" on EOF or timeout.
+std::string read_line(int fd, std::string& buffer, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto until = Clock::now() + timeout;
+  while (true) {
+    const auto nl = buffer.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) return "";
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return "";
+    char chunk[65536];
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n <= 0) return "";
+    buffer.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+void write_line(int fd, const std::string& line) {
+  const std::string data = line + "\n";
+  REQUIRE(::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()));
+}
+
+}  // namespace
+
+TEST_CASE("stdio server: initialize, warm-up after it, end of input ends runs and exits 0") {
+  Pipe to_server, from_server;
+  EngineLog log;
+  mcp::CliOptions options;
+  mcp::ServerHooks hooks;
+  hooks.handle_signals = false;
+  hooks.make_engine = [&log](asio::io_context& io, const engine::EngineConfig&) {
+    return std::make_unique<FakeEngine>(io, log);
+  };
+  hooks.interpreters = mcp::InterpreterSources{nullptr, [] { return std::vector<engine::Interpreter>{}; }};
+  auto server = std::async(std::launch::async, [&] {
+    return mcp::serve_stdio(options, mcp::ProtocolFds{mcp::UniqueFd(to_server.read), mcp::UniqueFd(from_server.write)},
+                            hooks);
+  });
+  std::string buffer;
+  write_line(to_server.write,
+             R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+  const auto init = json::parse(read_line(from_server.read, buffer));
+  CHECK(init["id"] == 1);
+  CHECK(init["result"]["protocolVersion"] == "2025-06-18");
+  write_line(to_server.write, R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  write_line(to_server.write, "{oops");
+  const auto parse_error = json::parse(read_line(from_server.read, buffer));
+  CHECK(parse_error["error"]["code"] == -32700);
+  CHECK_FALSE(parse_error.contains("id"));
+  write_line(to_server.write,
+             R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_python","arguments":{"script":"while True: pass"}}})");
+  write_line(to_server.write, R"({"jsonrpc":"2.0","id":3,"method":"ping"})");
+  CHECK(json::parse(read_line(from_server.read, buffer))["id"] == 3);  // not held up by the run
+  CHECK(log.warmups == 1);
+
+  const auto closed_at = Clock::now();
+  ::close(to_server.write);  // end of input
+  const auto result = json::parse(read_line(from_server.read, buffer));
+  CHECK(result["id"] == 2);
+  CHECK(result["result"]["content"][0]["text"].get<std::string>().find("--- end: cancelled ---") != std::string::npos);
+  REQUIRE(server.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  CHECK(server.get() == 0);
+  CHECK(Clock::now() - closed_at < std::chrono::seconds(2));
+  CHECK(log.cancels == 1);
+  CHECK(log.shutdowns == 1);
+  CHECK(read_line(from_server.read, buffer, std::chrono::seconds(2)).empty());  // stdout closed, nothing more
+  ::close(from_server.read);
+}
+
+TEST_CASE("take_over_stdio: private copies for the protocol, fds 0 and 1 point elsewhere") {
+  Pipe in, out, err;
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::dup2(in.read, 0);
+    ::dup2(out.write, 1);
+    ::dup2(err.write, 2);
+    std::string error;
+    auto fds = mcp::take_over_stdio(&error);
+    if (!fds) ::_exit(10);
+    if ((::fcntl(fds->in.get(), F_GETFD) & FD_CLOEXEC) == 0) ::_exit(11);
+    if ((::fcntl(fds->out.get(), F_GETFD) & FD_CLOEXEC) == 0) ::_exit(12);
+    // A stray write to fd 1 must land on stderr, never in the protocol stream.
+    if (::write(1, "stray\n", 6) != 6) ::_exit(13);
+    if (::write(fds->out.get(), "protocol\n", 9) != 9) ::_exit(14);
+    char c;
+    if (::read(0, &c, 1) != 0) ::_exit(15);  // /dev/null: immediate EOF
+    ::_exit(0);
+  }
+  ::close(in.write);
+  ::close(out.write);
+  ::close(err.write);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  std::string out_buffer, err_buffer;
+  CHECK(read_line(out.read, out_buffer, std::chrono::seconds(2)) == "protocol");
+  CHECK(read_line(out.read, out_buffer, std::chrono::seconds(2)).empty());
+  CHECK(read_line(err.read, err_buffer, std::chrono::seconds(2)) == "stray");
+  ::close(in.read);
+  ::close(out.read);
+  ::close(err.read);
+}
