@@ -9,19 +9,13 @@
 #include <vector>
 
 #include <asio/io_context.hpp>
-#include <nlohmann/json.hpp>
-
+#include "engine/environment_report.h"
+#include "engine/environments/index_options.h"
+#include "engine/interpreters/discovery.h"
 #include "engine/run.h"
 #include "sandbox/policy.h"
 
 namespace engine {
-
-struct IndexOptions {
-  std::optional<std::string> index_url;
-  std::vector<std::string> extra_index_urls;
-  std::vector<std::string> find_links;
-  bool offline = false;
-};
 
 struct EngineConfig {
   std::optional<std::string> python_version;  // --python-version; empty = default interpreter
@@ -62,8 +56,13 @@ class Engine {
   // Queues a run. `done` is called exactly once. `progress` may be empty.
   virtual std::shared_ptr<RunHandle> execute(RunRequest request, ProgressFn progress,
                                              DoneFn done) = 0;
+  // The interpreter a call asking for `version` (nullopt or "" = the server's default) runs on,
+  // once known (the full discovery is started when needed); else nullopt and `why` (what is
+  // available). Calls `done` on the io thread.
+  using InterpreterFn = std::function<void(std::optional<Interpreter>, const std::string& why)>;
+  virtual void find_interpreter(std::optional<std::string> version, InterpreterFn done) = 0;
   // What check_environment reports, probed (not assumed). Calls `done` on the io thread.
-  virtual void environment_report(std::function<void(nlohmann::json)> done) = 0;
+  virtual void environment_report(std::function<void(EnvironmentReport)> done) = 0;
   // Kills every run and zygote, reaps every child; then calls `done`.
   virtual void shutdown(std::function<void()> done) = 0;
 };

@@ -12,9 +12,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "engine/interpreters/discovery.h"
 #include "mcp/cli.h"
-#include "mcp/interpreter_catalog.h"
 #include "mcp/server.h"
 #include "mcp/stdio_guard.h"
 
@@ -65,13 +63,6 @@ int main(int argc, char** argv) {
     }
     const int status = cli.options->run_file ? mcp::run_once(*cli.options, std::move(fds->out))
                                              : mcp::serve_stdio(*cli.options, std::move(*fds));
-    if (mcp::background_probes_running() > 0) {
-      // An interpreter probe is still finishing on a detached thread; static destructors must
-      // not run under it, and the exit must not wait for it (nor leave its process running).
-      engine::kill_running_probes();
-      spdlog::default_logger()->flush();
-      std::_Exit(status);
-    }
     return status;
   } catch (const std::exception& e) {
     spdlog::critical("fatal: {}", e.what());

@@ -30,13 +30,12 @@ namespace {
 constexpr auto kShutdownBudget = std::chrono::milliseconds(1500);
 constexpr auto kHardStop = std::chrono::milliseconds(1800);
 
-void fill_defaults(ServerHooks& hooks, const engine::EngineConfig& config) {
+void fill_defaults(ServerHooks& hooks) {
   if (!hooks.make_engine) {
     hooks.make_engine = [](asio::io_context& io, const engine::EngineConfig& c) {
       return engine::make_engine(io, c);
     };
   }
-  if (!hooks.interpreters) hooks.interpreters = host_interpreter_sources(config.uv_path);
 }
 
 // The sink forwarding server logs to the client. It joins the default logger before any other
@@ -81,13 +80,12 @@ std::string server_instructions(const engine::EngineConfig& config) {
 }
 
 int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
-  fill_defaults(hooks, options.engine);
+  fill_defaults(hooks);
   ScopedClientLogSink log_sink;
   asio::io_context io;
   std::unique_ptr<engine::Engine> engine = hooks.make_engine(io, options.engine);
-  InterpreterCatalog interpreters(io, *hooks.interpreters);
   ToolRegistry registry;
-  const tools::Services services{*engine, interpreters, options.engine};
+  const tools::Services services{*engine, options.engine};
   tools::register_tools(registry, services);
 
   StdioTransport transport(io, std::move(fds.in), std::move(fds.out));
@@ -174,7 +172,7 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
 }
 
 int run_once(const CliOptions& options, UniqueFd out, ServerHooks hooks) {
-  fill_defaults(hooks, options.engine);
+  fill_defaults(hooks);
   std::ifstream file(*options.run_file, std::ios::binary);
   std::stringstream content;
   content << file.rdbuf();

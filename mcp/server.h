@@ -7,7 +7,6 @@
 
 #include "engine/event_loop.h"
 #include "mcp/cli.h"
-#include "mcp/interpreter_catalog.h"
 #include "mcp/stdio_guard.h"
 #include "engine/engine.h"
 
@@ -17,7 +16,6 @@ namespace mcp {
 struct ServerHooks {
   std::function<std::unique_ptr<engine::Engine>(asio::io_context&, const engine::EngineConfig&)>
       make_engine;                        // default: engine::make_engine
-  std::optional<InterpreterSources> interpreters;  // default: host_interpreter_sources(uv_path)
   bool handle_signals = true;               // SIGTERM/SIGINT/SIGHUP end the server
 };
 

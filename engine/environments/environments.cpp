@@ -22,16 +22,6 @@ namespace engine {
 
 namespace fs = std::filesystem;
 
-EnvironmentsConfig environments_config(const EngineConfig& config) {
-  EnvironmentsConfig c;
-  c.cache_dir = config.cache_dir;
-  c.max_bytes = config.env_cache_max_mb << 20;
-  c.installer.uv_path = config.uv_path;
-  c.installer.index = config.index;
-  c.installer.sandboxed = config.policy.backend != sandbox::Backend::none;
-  return c;
-}
-
 std::vector<std::string> parse_package_list(std::string_view text) {
   std::vector<std::string> out;
   while (!text.empty()) {
@@ -420,21 +410,21 @@ void Environments::shutdown(std::function<void()> done) {
 
 std::uint64_t Environments::installer_runs() const { return impl_->installer_runs.load(); }
 
-void Environments::report(std::function<void(nlohmann::json)> done) {
+void Environments::report(std::function<void(EnvironmentsStatus)> done) {
   auto& impl = *impl_;
   std::string warm = impl.warm_state;
   asio::post(impl.pool, [self = impl_, warm, done = std::move(done)]() mutable {
-    nlohmann::json j;
-    j["cache_dir"] = self->store.cache_dir();
-    j["max_bytes"] = self->store.max_bytes();
-    auto usage = self->store.usage();
-    j["bytes"] = usage.bytes;
-    j["environments"] = usage.environments;
-    auto uv = deps::find_executable(self->config.installer.uv_path);
-    j["installer"] = uv ? "uv (" + *uv + ")" : std::string("pip (python -m pip)");
-    j["installer_sandboxed"] = self->config.installer.sandboxed;
-    j["cache_warming"] = warm;
-    asio::post(self->io, [j = std::move(j), done = std::move(done)] { done(j); });
+    EnvironmentsStatus status;
+    status.cache_dir = self->store.cache_dir();
+    status.max_bytes = self->store.max_bytes();
+    const auto usage = self->store.usage();
+    status.bytes = usage.bytes;
+    status.environments = usage.environments;
+    const auto uv = deps::find_executable(self->config.installer.uv_path);
+    status.installer = uv ? "uv (" + *uv + ")" : std::string("pip (python -m pip)");
+    status.installer_sandboxed = self->config.installer.sandboxed;
+    status.cache_warming = warm;
+    asio::post(self->io, [status = std::move(status), done = std::move(done)] { done(status); });
   });
 }
 

@@ -14,9 +14,8 @@
 #include <vector>
 
 #include <asio/io_context.hpp>
-#include <nlohmann/json.hpp>
 
-#include "engine/engine.h"
+#include "engine/environment_report.h"
 #include "engine/environments/store.h"
 #include "engine/environments/installer.h"
 #include "engine/interpreters/discovery.h"
@@ -30,10 +29,6 @@ struct EnvironmentsConfig {
   deps::InstallerOptions installer;         // uv path, index options, sandboxing, timeout
   unsigned worker_threads = 4;
 };
-
-// The part of the engine's configuration that concerns environments (cache dir, size bound,
-// uv path, index options; the installer is sandboxed unless the backend is `none`).
-EnvironmentsConfig environments_config(const EngineConfig& config);
 
 struct EnvResult {
   enum class Status {
@@ -90,7 +85,7 @@ class Environments {
   // How many installer processes were started (tests: a reused environment starts none).
   std::uint64_t installer_runs() const;
   // For check_environment: cache dir, size, count, bound, installer, warm state.
-  void report(std::function<void(nlohmann::json)> done);
+  void report(std::function<void(EnvironmentsStatus)> done);
 
   struct Impl;
 

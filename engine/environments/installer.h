@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/environments/index_options.h"
 #include "engine/interpreters/discovery.h"
 
 namespace engine::deps {

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/engine.h"
+#include "engine/environments/index_options.h"
 #include "engine/environments/installer.h"
 #include "engine/interpreters/discovery.h"
 #include "engine/packaging/script_metadata.h"

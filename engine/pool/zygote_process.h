@@ -39,8 +39,9 @@ struct ZygoteLaunch {
   // What a run's result channel may carry (engine/execution/result_channel.h): the runner bounds to these.
   std::size_t max_value_bytes = 102400;
   unsigned max_images = 4;
-  // When the server runs as root, bubblewrap runs as this uid/gid (see DESIGN.md: a root-started
-  // bwrap leaves runs unable to mount their own /proc; and the zygote never holds host root).
+  // When the server runs as root, bubblewrap runs as this uid/gid: a root-started bwrap builds
+  // its mounts in the initial user namespace, which leaves runs unable to mount their own /proc;
+  // and the zygote never holds host root.
   uid_t unprivileged_uid = 65534;
   gid_t unprivileged_gid = 65534;
 };

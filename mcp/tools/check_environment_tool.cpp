@@ -116,20 +116,78 @@ void render(const std::string& key, const json& value, const std::string& indent
   for (const auto& [k, v] : value.items()) render(k, v, indent + "  ", lines);
 }
 
-json interpreter_json(const engine::Interpreter& interpreter) {
-  return {{"version", interpreter.version},
-          {"executable", interpreter.executable},
-          {"source", interpreter.source},
-          {"shared", interpreter.shared()},
-          {"libpython", interpreter.libpython}};
-}
-
 }  // namespace
+
+json report_json(const engine::EnvironmentReport& r) {
+  json report;
+  report["backend"] = r.backend;
+  report["network"] = r.network ? "on" : "off";
+  report["execution_path"] = r.execution_path;
+  report["max_concurrent_runs"] = r.max_concurrent_runs;
+  report["runs_in_flight"] = r.runs_in_flight;
+  report["runs_queued"] = r.runs_queued;
+  const auto& l = r.limits;
+  report["limits"] = {{"memory_bytes", l.memory_bytes},       {"max_processes", l.max_processes},
+                      {"tmpfs_bytes", l.tmpfs_bytes},         {"cpu_seconds", l.cpu_seconds},
+                      {"file_size_bytes", l.file_size_bytes}, {"open_files", l.open_files}};
+  report["preload"] = r.preload;
+  if (r.interpreter) {
+    const auto& in = *r.interpreter;
+    report["interpreter"] = {{"version", in.version}, {"executable", in.executable},
+                             {"prefix", in.prefix}, {"libpython", in.libpython}, {"source", in.source}};
+  }
+  json interpreters = json::array();
+  for (const auto& s : r.interpreters) {
+    const auto& in = s.interpreter;
+    interpreters.push_back({{"version", in.version}, {"executable", in.executable}, {"source", in.source},
+                            {"shared", in.shared()}, {"execution_path", in.shared() ? "zygote" : "spawn"},
+                            {"libpython", in.libpython}, {"warm", s.warm}, {"default", s.is_default}});
+  }
+  report["interpreters"] = interpreters;
+  if (!r.discovery_error.empty()) report["discovery_error"] = r.discovery_error;
+  json zygotes = json::array();
+  for (const auto& z : r.zygotes) {
+    json entry = {{"interpreter", z.key}, {"python_version", z.python_version}, {"state", z.state},
+                  {"rss_bytes", z.rss_bytes}, {"runs_in_flight", z.runs_in_flight}};
+    if (!z.failure.empty()) entry["failure"] = z.failure;
+    if (!z.warnings.empty()) entry["warnings"] = z.warnings;
+    zygotes.push_back(entry);
+  }
+  report["zygotes"] = zygotes;
+  report["cgroups"] = {{"mode", r.cgroups.mode}, {"memory", r.cgroups.memory}, {"processes", r.cgroups.processes}};
+  if (!r.cgroups.note.empty()) report["cgroups"]["note"] = r.cgroups.note;
+  if (r.probe) {
+    const auto& p = *r.probe;
+    json probe = {{"bwrap_path", p.bwrap_path},
+                  {"bwrap_version", p.bwrap_version},
+                  {"userns_works", p.userns_works},
+                  {"seccomp_available", p.seccomp_available},
+                  {"cgroup_mode", p.cgroup_mode},
+                  {"memory_limit_mechanism", p.memory_limit_mechanism},
+                  {"process_limit_mechanism", p.process_limit_mechanism},
+                  {"file_size_limit_mechanism", p.file_size_limit_mechanism},
+                  {"cpu_limit_mechanism", p.cpu_limit_mechanism},
+                  {"native_ready", p.native_ready()},
+                  {"problem", p.problem},
+                  {"fix", p.fix}};
+    json details = json::object();
+    for (const auto& [k, v] : p.details) details[k] = v;
+    probe["details"] = details;
+    report["probe"] = probe;
+  }
+  if (!r.sandbox_status.empty()) report["sandbox_status"] = r.sandbox_status;
+  const auto& e = r.environments;
+  report["environments"] = {{"cache_dir", e.cache_dir},     {"max_bytes", e.max_bytes},
+                            {"bytes", e.bytes},             {"environments", e.environments},
+                            {"installer", e.installer},     {"installer_sandboxed", e.installer_sandboxed},
+                            {"cache_warming", e.cache_warming}};
+  return report;
+}
 
 EnvironmentFacts gather_environment_facts(const engine::EngineConfig& config,
                                           const std::optional<engine::Interpreter>& selected,
-                                          const std::string& why, json report,
-                                          const std::vector<engine::Interpreter>& found) {
+                                          const std::string& why, const engine::EnvironmentReport& engine_report) {
+  json report = report_json(engine_report);
   EnvironmentFacts facts;
   if (selected) {
     facts.python_version = selected->version;
@@ -145,13 +203,8 @@ EnvironmentFacts gather_environment_facts(const engine::EngineConfig& config,
   facts.max_timeout_seconds = config.max_timeout_seconds;
   facts.max_output_bytes = config.max_output_bytes;
   facts.warm_cache = config.warm_cache;
-  facts.report = report.is_object() ? std::move(report) : json{{"engine", std::move(report)}};
-  if (const auto it = facts.report.find("interpreters"); it != facts.report.end() && it->is_array()) {
-    facts.interpreters = *it;
-  } else {
-    facts.interpreters = json::array();
-    for (const auto& interpreter : found) facts.interpreters.push_back(interpreter_json(interpreter));
-  }
+  facts.interpreters = report["interpreters"];
+  facts.report = std::move(report);
   return facts;
 }
 
@@ -171,8 +224,6 @@ std::string environment_text(const EnvironmentFacts& facts) {
     if (key == "sandbox_status") continue;
     render(key, value, "", lines);
   }
-  // The engine's report normally lists interpreters itself (with warm/cold); if not, ours.
-  if (!facts.report.contains("interpreters")) render("interpreters", facts.interpreters, "", lines);
   std::string text;
   for (const auto& line : lines) {
     if (!text.empty()) text += '\n';
@@ -239,22 +290,15 @@ ToolDefinition make_check_environment_tool(const Services& services) {
   tool.output_schema = environment_output_schema();
   tool.annotations = read_only_annotations(tool.title);
   tool.handler = [services](std::shared_ptr<ToolCall> call) {
-    services.interpreters.select(services.config.python_version, [call, services](
-                                     std::optional<engine::Interpreter> selected, const std::string& why) {
+    services.engine.find_interpreter(services.config.python_version, [call, services](
+                                         std::optional<engine::Interpreter> selected, const std::string& why) {
       if (call->cancelled()) return;
-      services.engine.environment_report([call, services, selected, why](json report) {
+      services.engine.environment_report([call, services, selected, why](engine::EnvironmentReport report) {
         if (call->cancelled()) return;
-        auto answer = [call, services, selected, why, report](const std::vector<engine::Interpreter>& found) {
-          const auto facts = gather_environment_facts(services.config, selected, why, report, found);
-          call->finish({{"content", json::array({text_content(environment_text(facts))})},
-                        {"structuredContent", environment_structured(facts)},
-                        {"isError", false}});
-        };
-        if (report.is_object() && report.contains("interpreters")) {
-          answer({});
-          return;
-        }
-        services.interpreters.all([answer](const InterpreterSnapshot& snapshot) { answer(snapshot.all); });
+        const auto facts = gather_environment_facts(services.config, selected, why, report);
+        call->finish({{"content", json::array({text_content(environment_text(facts))})},
+                      {"structuredContent", environment_structured(facts)},
+                      {"isError", false}});
       });
     });
   };

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/event_loop.h"
-#include "mcp/interpreter_catalog.h"
 #include "engine/engine.h"
 
 namespace mcp::tools {
@@ -22,16 +21,17 @@ struct EnvironmentFacts {
   int max_timeout_seconds = 300;
   std::size_t max_output_bytes = 102400;
   bool warm_cache = true;
-  nlohmann::json report;        // Engine::environment_report (an object)
-  nlohmann::json interpreters;  // the report's list, else ours: [{version, executable, ...}]
+  nlohmann::json report;        // the engine's report as JSON (report_json)
+  nlohmann::json interpreters;  // the report's list: [{version, executable, ...}]
 };
 
-// `selected` is the interpreter scripts run on (`why` when there is none); `found` is used
-// only when the engine's report has no "interpreters" list of its own.
+// The engine's report as the JSON of structuredContent.engine (and of the text's later lines).
+nlohmann::json report_json(const engine::EnvironmentReport& report);
+
+// `selected` is the interpreter scripts run on (`why` when there is none).
 EnvironmentFacts gather_environment_facts(const engine::EngineConfig& config,
                                           const std::optional<engine::Interpreter>& selected,
-                                          const std::string& why, nlohmann::json report,
-                                          const std::vector<engine::Interpreter>& found);
+                                          const std::string& why, const engine::EnvironmentReport& report);
 std::string environment_text(const EnvironmentFacts& facts);
 nlohmann::json environment_structured(const EnvironmentFacts& facts);
 nlohmann::json environment_output_schema();

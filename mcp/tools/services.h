@@ -3,7 +3,6 @@
 #pragma once
 
 #include "engine/event_loop.h"
-#include "mcp/interpreter_catalog.h"
 #include "mcp/tool_registry.h"
 #include "engine/engine.h"
 
@@ -11,7 +10,6 @@ namespace mcp::tools {
 
 struct Services {
   engine::Engine& engine;
-  InterpreterCatalog& interpreters;
   const engine::EngineConfig& config;
 };
 

@@ -141,8 +141,8 @@ ToolDefinition make_validate_script_tool(const Services& services) {
       return;
     }
     if (!version) version = services.config.python_version;
-    services.interpreters.select(version, [call, script = std::move(script),
-                                           dependencies = std::move(dependencies)](
+    services.engine.find_interpreter(version, [call, script = std::move(script),
+                                               dependencies = std::move(dependencies)](
                                               std::optional<engine::Interpreter> interpreter,
                                               const std::string& why) {
       if (call->cancelled()) return;

@@ -36,8 +36,15 @@ class FakeEngine final : public engine::Engine {
     auto handle = std::make_shared<Handle>(io_, log_, std::move(done));
     return handle;
   }
-  void environment_report(std::function<void(json)> done) override {
-    asio::post(io_, [done = std::move(done)] { done(json{{"sandbox_status", "fake"}}); });
+  void find_interpreter(std::optional<std::string>, InterpreterFn done) override {
+    asio::post(io_, [done = std::move(done)] { done(std::nullopt, "no interpreters (fake engine)"); });
+  }
+  void environment_report(std::function<void(engine::EnvironmentReport)> done) override {
+    asio::post(io_, [done = std::move(done)] {
+      engine::EnvironmentReport report;
+      report.sandbox_status = "fake";
+      done(report);
+    });
   }
   void shutdown(std::function<void()> done) override {
     ++log_.shutdowns;
@@ -116,7 +123,6 @@ TEST_CASE("stdio server: initialize, warm-up after it, end of input ends runs an
   hooks.make_engine = [&log](asio::io_context& io, const engine::EngineConfig&) {
     return std::make_unique<FakeEngine>(io, log);
   };
-  hooks.interpreters = mcp::InterpreterSources{nullptr, [] { return std::vector<engine::Interpreter>{}; }};
   auto server = std::async(std::launch::async, [&] {
     return mcp::serve_stdio(options, mcp::ProtocolFds{mcp::UniqueFd(to_server.read), mcp::UniqueFd(from_server.write)},
                             hooks);

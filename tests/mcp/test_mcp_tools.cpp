@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/event_loop.h"
-#include "mcp/interpreter_catalog.h"
+#include "engine/interpreters/catalog.h"
 #include "mcp/session.h"
 #include "mcp/tools/services.h"
 #include "mcp/tools/validate_script_tool.h"
@@ -22,37 +22,6 @@ struct FakeHandle final : engine::Engine::RunHandle {
   void cancel() override { ++cancels; }
 };
 
-// Records requests; runs finish when the test says so.
-class FakeEngine final : public engine::Engine {
- public:
-  explicit FakeEngine(asio::io_context& io) : io_(io) {}
-  void start_warmup() override { ++warmups; }
-  std::shared_ptr<RunHandle> execute(engine::RunRequest request, ProgressFn progress,
-                                     DoneFn done) override {
-    requests.push_back(request);
-    progress_fns.push_back(std::move(progress));
-    done_fns.push_back(std::move(done));
-    handles.push_back(std::make_shared<FakeHandle>());
-    return handles.back();
-  }
-  void environment_report(std::function<void(json)> done) override {
-    asio::post(io_, [done = std::move(done), report = report] { done(report); });
-  }
-  void shutdown(std::function<void()> done) override { asio::post(io_, std::move(done)); }
-
-  int warmups = 0;
-  json report = {{"sandbox_status", "ready (test)"}, {"network", "on"},
-                 {"limits", {{"memory_bytes", 1024}}},
-                 {"probe", {{"problem", ""}, {"userns_works", true}}}};
-  std::vector<engine::RunRequest> requests;
-  std::vector<ProgressFn> progress_fns;
-  std::vector<DoneFn> done_fns;
-  std::vector<std::shared_ptr<FakeHandle>> handles;
-
- private:
-  asio::io_context& io_;
-};
-
 engine::Interpreter fake_interpreter(const std::string& version, const std::string& path) {
   engine::Interpreter in;
   in.version = version;
@@ -64,23 +33,77 @@ engine::Interpreter fake_interpreter(const std::string& version, const std::stri
   return in;
 }
 
+// Records requests; runs finish when the test says so. Interpreters come from a real catalog
+// over fake sources (a quick default 3.11.2; a discovery that also finds 3.12.8).
+class FakeEngine final : public engine::Engine {
+ public:
+  explicit FakeEngine(asio::io_context& io)
+      : io_(io),
+        catalog_(io, worker_.get_executor(),
+                 engine::InterpreterSources{[this]() -> std::optional<engine::Interpreter> {
+                                              ++quick_probes;
+                                              return fake_interpreter("3.11.2", "/usr/bin/python3.11");
+                                            },
+                                            [this] {
+                                              ++discoveries;
+                                              return std::vector<engine::Interpreter>{
+                                                  fake_interpreter("3.11.2", "/usr/bin/python3.11"),
+                                                  fake_interpreter("3.12.8", "/opt/py/bin/python3.12")};
+                                            }},
+                 std::nullopt) {
+    report.sandbox_status = "ready (test)";
+    report.network = true;
+    report.limits.memory_bytes = 1024;
+    report.probe = sandbox::ProbeResult{};
+    report.probe->userns_works = true;
+  }
+  ~FakeEngine() override { worker_.join(); }
+  void start_warmup() override { ++warmups; }
+  std::shared_ptr<RunHandle> execute(engine::RunRequest request, ProgressFn progress,
+                                     DoneFn done) override {
+    requests.push_back(request);
+    progress_fns.push_back(std::move(progress));
+    done_fns.push_back(std::move(done));
+    handles.push_back(std::make_shared<FakeHandle>());
+    return handles.back();
+  }
+  void find_interpreter(std::optional<std::string> version, InterpreterFn done) override {
+    catalog_.select(std::move(version), [done = std::move(done)](engine::InterpreterChoice choice) {
+      done(choice.interpreter, choice.error);
+    });
+  }
+  void environment_report(std::function<void(engine::EnvironmentReport)> done) override {
+    catalog_.on_discovered([this, done = std::move(done)] {
+      auto r = report;
+      for (const auto& in : catalog_.all()) r.interpreters.push_back({in, false, false});
+      done(r);
+    });
+    catalog_.start_discovery();
+  }
+  void shutdown(std::function<void()> done) override { asio::post(io_, std::move(done)); }
+  bool busy() const { return catalog_.busy(); }
+
+  int warmups = 0;
+  int quick_probes = 0;
+  int discoveries = 0;
+  engine::EnvironmentReport report;
+  std::vector<engine::RunRequest> requests;
+  std::vector<ProgressFn> progress_fns;
+  std::vector<DoneFn> done_fns;
+  std::vector<std::shared_ptr<FakeHandle>> handles;
+
+ private:
+  asio::io_context& io_;
+  asio::thread_pool worker_{1};
+  engine::InterpreterCatalog catalog_;
+};
+
 struct ToolHarness {
   asio::io_context io;
   FakeEngine engine{io};
   engine::EngineConfig config;
-  int quick_probes = 0;
-  int discoveries = 0;
-  mcp::InterpreterCatalog catalog{
-      io, mcp::InterpreterSources{[this]() -> std::optional<engine::Interpreter> {
-                                    ++quick_probes;
-                                    return fake_interpreter("3.11.2", "/usr/bin/python3.11");
-                                  },
-                                  [this] {
-                                    ++discoveries;
-                                    return std::vector<engine::Interpreter>{
-                                        fake_interpreter("3.11.2", "/usr/bin/python3.11"),
-                                        fake_interpreter("3.12.8", "/opt/py/bin/python3.12")};
-                                  }}};
+  int& quick_probes = engine.quick_probes;
+  int& discoveries = engine.discoveries;
   mcp::ToolRegistry registry;
   std::vector<json> out;
   std::unique_ptr<mcp::Session> session;
@@ -88,7 +111,7 @@ struct ToolHarness {
   ToolHarness() {
     config.max_timeout_seconds = 60;
     config.default_timeout_seconds = 20;
-    mcp::tools::register_tools(registry, mcp::tools::Services{engine, catalog, config});
+    mcp::tools::register_tools(registry, mcp::tools::Services{engine, config});
     session = std::make_unique<mcp::Session>(registry, mcp::SessionOptions{},
                                              [this](std::string line) { out.push_back(json::parse(line)); });
     session->handle_line(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})");
@@ -111,7 +134,7 @@ struct ToolHarness {
     for (int i = 0; i < 5000; ++i) {
       io.restart();
       io.poll();
-      if (!catalog.busy()) break;
+      if (!engine.busy()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     io.restart();

@@ -1,0 +1,449 @@
+#include "engine/event_loop.h"  // first: see there
+#include "engine/core.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/interpreters/probe_cache.h"
+#include "profiles/mpes_profiles.h"
+
+namespace engine {
+namespace {
+
+std::string default_zygote_path() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "mcp-python-exec-sandbox-zygote";
+  return (self.parent_path() / "mcp-python-exec-sandbox-zygote").string();
+}
+
+// The part of the engine's configuration that concerns environments (cache dir, size bound, uv
+// path, index options; the installer is sandboxed unless the backend is `none`).
+EnvironmentsConfig environments_config(const EngineConfig& config) {
+  EnvironmentsConfig c;
+  c.cache_dir = config.cache_dir;
+  c.max_bytes = config.env_cache_max_mb << 20;
+  c.installer.uv_path = config.uv_path;
+  c.installer.index = config.index;
+  c.installer.sandboxed = config.policy.backend != sandbox::Backend::none;
+  return c;
+}
+
+// The key of a zygote: the interpreter, plus the environment and what it pre-imports.
+std::string zygote_key(const Interpreter& interpreter, const EnvResult* env) {
+  std::string key = interpreter.executable;
+  if (env == nullptr) return key;
+  if (env->env_root) key += "|env:" + env->env_key;
+  for (const auto& name : env->import_names) key += "|" + name;
+  return key;
+}
+
+// One call from its arrival to its answer.
+
+}  // namespace
+
+std::string sandbox_label(sandbox::Backend backend) {
+  switch (backend) {
+    case sandbox::Backend::native: return "native";
+    case sandbox::Backend::none: return "none (unsandboxed)";
+    case sandbox::Backend::docker: return "docker";
+  }
+  return "native";
+}
+
+Core::Core(asio::io_context& io, EngineConfig config)
+    : io_(io),
+      config_(std::move(config)),
+      catalog_(io_, worker_.get_executor(),
+               host_interpreter_sources(config_.uv_path, engine_cache_dir(config_.cache_dir)),
+               config_.python_version),
+      scheduler_(config_.max_concurrent_runs != 0 ? config_.max_concurrent_runs
+                                                  : 2 * std::max(1u, std::thread::hardware_concurrency())),
+      pool_(io_, {config_.max_zygotes, config_.zygote_idle_seconds},
+            [this](const std::string& key) { return catalog_.is_default(key); },
+            [this](const std::string& key, ZygoteProcess::State state, const std::string& reason) {
+              on_zygote_state(key, state, reason);
+            }),
+      startup_(io_, worker_.get_executor(), catalog_, config_.policy.backend != sandbox::Backend::none,
+               config_.warm_cache,
+               Startup::Hooks{
+                   [this](const Interpreter& in) { zygote_for(in); },
+                   [this] { pump(); },
+                   [this] {
+                     if (warm_) pool_.start_idle_sweep();
+                     pump();
+                   },
+                   [this](const Interpreter& in) {
+                     environments().warm_cache(in, parse_package_list(profiles::warmup_packages()),
+                                               [](const std::string& s) { spdlog::info("cache warming {}", s); });
+                   },
+                   [this] { return scheduler_.queued() + scheduler_.running() > 0; }}) {
+  if (config_.zygote_path.empty()) config_.zygote_path = default_zygote_path();
+}
+
+Core::~Core() {
+  worker_.join();
+  cgroup_worker_.join();
+}
+
+void Core::start_warmup() {
+  warm_ = true;
+  startup_.begin(true);
+}
+
+std::uint64_t Core::execute(RunRequest request, Engine::ProgressFn progress, Engine::DoneFn done) {
+  auto job = std::make_shared<Job>();
+  job->id = next_id_++;
+  job->request = std::move(request);
+  job->progress = std::move(progress);
+  job->done = std::move(done);
+  jobs_[job->id] = job;
+  if (shutting_down_) {
+    job->before.cancelled = true;
+    refuse(job, "the server is shutting down");
+    return job->id;
+  }
+  scheduler_.enqueue(job->id);
+  startup_.begin(false);
+  pump();
+  return job->id;
+}
+
+void Core::cancel(std::uint64_t id) {
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  auto job = it->second;
+  if (job->execution) {
+    job->execution->cancel();
+    return;
+  }
+  scheduler_.remove(id);
+  job->before.cancelled = true;
+  answer(job, std::move(job->before));
+}
+
+void Core::on_zygote_state(const std::string& key, ZygoteProcess::State state, const std::string& reason) {
+  startup_.zygote_state(key, state);
+  if (state != ZygoteProcess::State::failed) {
+    pump();
+    return;
+  }
+  spdlog::error("{}", reason);
+  pump();  // fails the runs waiting for it
+  const auto it = pool_.zygotes().find(key);
+  if (it == pool_.zygotes().end() || it->second->state() != ZygoteProcess::State::failed) return;
+  const bool was_ready = !it->second->python_version().empty();
+  pool_.forget(key);
+  // A zygote lost after warm-up is replaced at once (a start failure waits for the next call).
+  if (was_ready && !shutting_down_) {
+    for (const auto& in : catalog_.all()) {
+      if (in.executable == key) zygote_for(in);
+    }
+  }
+}
+
+Environments& Core::environments() {
+  if (!envs_) envs_ = std::make_unique<Environments>(io_, environments_config(config_));
+  return *envs_;
+}
+
+void Core::pump() {
+  if (shutting_down_ || !startup_.ready()) return;
+  scheduler_.pump([this](Scheduler::Id id) {
+    const auto it = jobs_.find(id);
+    if (it == jobs_.end()) return Step::dropped;
+    const auto job = it->second;  // a copy: answering a job erases it from jobs_
+    return step(job);
+  });
+}
+
+Scheduler::Step Core::step(const std::shared_ptr<Job>& job) {
+  if (job->stage == Job::Stage::resolving) {
+    const InterpreterChoice choice = catalog_.resolve(job->request.python_version);
+    if (choice.wait) {
+      startup_.start_discovery();
+      return Step::waiting;
+    }
+    if (!choice.interpreter) {
+      refuse(job, choice.error, choice.refused);
+      return Step::dropped;
+    }
+    job->interpreter = choice.interpreter;
+    job->stage = Job::Stage::validating;
+  }
+  if (job->stage == Job::Stage::validating) {
+    if (!validate(job)) return job->stage == Job::Stage::answered ? Step::dropped : Step::waiting;
+    job->stage = job->requirements.empty() ? Job::Stage::dispatching : Job::Stage::preparing;
+  }
+  if (job->stage == Job::Stage::preparing) {
+    // Resolved off the queue's slots: installs can take minutes, runs keep flowing.
+    if (!job->env) {
+      if (!job->environment_pending) prepare_environment(job);
+      return Step::waiting;
+    }
+    if (job->env->status == EnvResult::Status::install_failed) {
+      job->before.install_error = job->env->error;
+      answer(job, std::move(job->before));
+      return Step::dropped;
+    }
+    job->stage = Job::Stage::dispatching;
+  }
+  const EnvResult* env =
+      job->env && (job->env->env_root || !job->env->import_names.empty()) ? &*job->env : nullptr;
+  // A zygote that failed fails the runs waiting for it (on_zygote_state then forgets it, so a
+  // later run tries again) rather than being restarted in a loop here.
+  const auto existing = pool_.zygotes().find(zygote_key(*job->interpreter, env));
+  auto zygote = existing != pool_.zygotes().end() ? existing->second : zygote_for(*job->interpreter, env);
+  switch (zygote->state()) {
+    case ZygoteProcess::State::ready:
+      dispatch(job, zygote);
+      return Step::started;
+    case ZygoteProcess::State::starting:
+      return Step::waiting;
+    case ZygoteProcess::State::failed:
+    case ZygoteProcess::State::stopped:
+      break;
+  }
+  std::string message = zygote->failure();
+  if (config_.policy.backend == sandbox::Backend::native) message += native_problem_hint();
+  refuse(job, message);
+  return Step::dropped;
+}
+
+// The script's PEP 723 block and the dependencies parameter, against the interpreter that will
+// run it. An invalid block or an unsatisfied requires-python refuses the run (isError). False
+// when it cannot go on now (answered, or waiting for the discovery to list the versions).
+bool Core::validate(const std::shared_ptr<Job>& job) {
+  MarkerEnvironment markers = job->interpreter->markers;
+  if (markers.python_full_version.empty()) {
+    markers.python_version = job->interpreter->major_minor;
+    markers.python_full_version = job->interpreter->version;
+  }
+  const auto validation = validate_script(job->request.script, job->request.dependencies, markers);
+  if (validation.valid) {
+    job->requirements = validation.dependencies;
+    return true;
+  }
+  if (validation.requires_python && !catalog_.discovered()) {
+    // The refusal lists the versions that are available: wait until all of them are known.
+    startup_.start_discovery();
+    return false;
+  }
+  std::string message;
+  for (const auto& e : validation.errors) message += (message.empty() ? "" : "; ") + e;
+  if (validation.requires_python) {
+    message += " (Python versions available: " + catalog_.versions_list() +
+               "; choose one with the python_version argument)";
+  }
+  refuse(job, "the script cannot run: " + message, true);
+  return false;
+}
+
+void Core::prepare_environment(const std::shared_ptr<Job>& job) {
+  job->environment_pending = true;
+  std::weak_ptr<Core> weak = weak_from_this();
+  std::weak_ptr<Job> weak_job = job;
+  // Progress for callers with a progress token: one step per installer stage.
+  Environments::ProgressFn progress;
+  if (job->progress) {
+    progress = [weak_job, step = std::make_shared<double>(0)](const std::string& stage, const std::string& message) {
+      auto j = weak_job.lock();
+      if (!j || j->stage == Job::Stage::answered || !j->progress) return;
+      *step += 1;
+      j->progress(*step, std::nullopt, stage + (message.empty() ? "" : ": " + message));
+    };
+  }
+  environments().ensure(*job->interpreter, job->requirements, std::move(progress), [weak, weak_job](EnvResult result) {
+    auto self = weak.lock();
+    auto j = weak_job.lock();
+    if (!self || !j || j->stage != Job::Stage::preparing) return;
+    j->environment_pending = false;
+    if (result.status == EnvResult::Status::error) {
+      self->scheduler_.remove(j->id);
+      self->refuse(j, result.error);
+      return;
+    }
+    j->env = std::move(result);
+    self->pump();
+  });
+}
+
+std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, const EnvResult* env) {
+  ZygoteLaunch launch;
+  launch.interpreter = interpreter;
+  launch.policy = config_.policy;
+  launch.zygote_path = config_.zygote_path;
+  launch.bwrap_path = config_.policy.backend == sandbox::Backend::native ? sandbox::find_bwrap() : "";
+  launch.preload = config_.preload_modules;
+  std::shared_ptr<void> lease;
+  if (env != nullptr) {
+    // The environment's zygote: its site dir first on sys.path, mounted read-only, and what its
+    // distributions provide imported ahead (a failing import is logged and skipped).
+    for (const auto& name : env->import_names) {
+      if (std::find(launch.preload.begin(), launch.preload.end(), name) == launch.preload.end()) {
+        launch.preload.push_back(name);
+      }
+    }
+    if (env->env_root) launch.env_root = *env->env_root;
+    lease = env->lease;
+  }
+  launch.max_value_bytes = config_.max_output_bytes;
+  launch.max_images = config_.max_images;
+  launch.rlimit_fallbacks.memory = !startup_.cgroups().limits_memory();
+  launch.rlimit_fallbacks.processes = !startup_.cgroups().limits_processes();
+  return pool_.get_or_start(zygote_key(interpreter, env), launch, std::move(lease));
+}
+
+void Core::dispatch(const std::shared_ptr<Job>& job, const std::shared_ptr<ZygoteProcess>& zygote) {
+  job->stage = Job::Stage::running;
+  job->zygote_python_version = zygote->python_version();
+  Execution::Config config;
+  config.max_output_bytes = config_.max_output_bytes;
+  config.result_limits = ResultLimits{config_.max_output_bytes, config_.max_images};
+  config.cgroups = &startup_.cgroups();
+  config.limits = config_.policy.limits;
+  config.cgroup_remover = cgroup_worker_.get_executor();
+  std::weak_ptr<Core> weak = weak_from_this();
+  job->execution = std::make_shared<Execution>(io_, job->id, config, [weak, job](RunEvidence evidence) {
+    if (auto self = weak.lock()) self->answer(job, std::move(evidence));
+  });
+  job->execution->start(zygote, job->request.script,
+                        static_cast<std::uint32_t>(std::max(1, job->request.timeout_seconds)));
+}
+
+void Core::refuse(const std::shared_ptr<Job>& job, const std::string& message, bool refused) {
+  job->before.service_error = message;
+  job->before.refused = refused;
+  answer(job, std::move(job->before));
+}
+
+void Core::answer(const std::shared_ptr<Job>& job, RunEvidence evidence) {
+  if (job->stage == Job::Stage::answered) return;
+  const bool ran = job->stage == Job::Stage::running;
+  job->stage = Job::Stage::answered;
+  jobs_.erase(job->id);
+  scheduler_.finished(job->id);
+  job->execution.reset();
+
+  evidence.sandbox = sandbox_label(config_.policy.backend);
+  // A static interpreter (no shared libpython) cannot be embedded: a fresh one runs each script.
+  evidence.execution_path = job->interpreter && !job->interpreter->shared() ? "spawn" : "zygote";
+  if (job->interpreter) evidence.python_version = job->interpreter->version;
+  if (!job->zygote_python_version.empty()) evidence.python_version = job->zygote_python_version;
+  evidence.max_output_bytes = config_.max_output_bytes;
+  evidence.cpu_limit_seconds = config_.policy.limits.cpu_seconds != 0
+                                   ? config_.policy.limits.cpu_seconds
+                                   : static_cast<std::uint32_t>(std::max(1, job->request.timeout_seconds));
+  RunResult result = decide_outcome(std::move(evidence));
+  if (job->done) {
+    // Posted: the caller may start new runs from its callback while we are in the middle of ours.
+    asio::post(io_, [done = std::move(job->done), result = std::move(result)]() mutable { done(std::move(result)); });
+  }
+  if (scheduler_.queued() == 0 && scheduler_.running() == 0) startup_.idle();
+  if (ran) {
+    std::weak_ptr<Core> weak = weak_from_this();
+    asio::post(io_, [weak] {
+      if (auto self = weak.lock()) self->pump();
+    });
+  }
+}
+
+std::string Core::native_problem_hint() const {
+  if (probe_ && !probe_->native_ready()) {
+    return ". Sandbox problem: " + probe_->problem + (probe_->fix.empty() ? "" : ". Fix: " + probe_->fix);
+  }
+  return ". If user namespaces are restricted (Ubuntu >= 23.10), allow them for bwrap: "
+         "sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0 (or an AppArmor profile "
+         "for bwrap); or run with --sandbox-backend none to execute unsandboxed";
+}
+
+void Core::find_interpreter(std::optional<std::string> version, Engine::InterpreterFn done) {
+  catalog_.select(std::move(version), [done = std::move(done)](InterpreterChoice choice) {
+    done(std::move(choice.interpreter), choice.error);
+  });
+}
+
+// Probed, not assumed: the host probe runs bwrap once (off the loop, cached), after the setup
+// and the discovery, so that the report lists every interpreter and the cgroups really used.
+void Core::environment_report(std::function<void(EnvironmentReport)> done) {
+  auto build = [this, done = std::move(done)] {
+    EnvironmentParts parts{config_, catalog_, pool_, scheduler_, startup_.cgroups(), probe_};
+    EnvironmentReport report = describe_environment(parts);
+    environments().report([report = std::move(report), done, warm = config_.warm_cache](EnvironmentsStatus status) mutable {
+      if (!warm) status.cache_warming = "disabled (--no-warm-cache)";
+      report.environments = std::move(status);
+      done(std::move(report));
+    });
+  };
+  startup_.begin(false);
+  startup_.start_discovery();
+  std::weak_ptr<Core> weak = weak_from_this();
+  auto when_probed = [this, weak, build = std::move(build)]() mutable {
+    catalog_.on_discovered([weak, build = std::move(build)]() mutable {
+      if (weak.lock()) build();
+    });
+  };
+  if (probe_) {
+    when_probed();
+    return;
+  }
+  probe_waiters_.push_back(std::move(when_probed));
+  if (probe_running_) return;
+  probe_running_ = true;
+  asio::post(worker_, [&io = io_, weak, policy = config_.policy] {
+    sandbox::ProbeResult probe = sandbox::probe_host(policy);
+    asio::post(io, [weak, probe = std::move(probe)] {
+      auto self = weak.lock();
+      if (!self) return;
+      self->probe_ = probe;
+      self->probe_running_ = false;
+      auto waiters = std::move(self->probe_waiters_);
+      self->probe_waiters_.clear();
+      for (auto& w : waiters) w();
+    });
+  });
+}
+
+void Core::shutdown(std::function<void()> done) {
+  if (shutting_down_) {
+    asio::post(io_, std::move(done));
+    return;
+  }
+  shutting_down_ = true;
+  startup_.stop();
+  for (const auto id : scheduler_.take_queued()) {
+    if (const auto it = jobs_.find(id); it != jobs_.end()) {
+      auto job = it->second;
+      job->before.cancelled = true;
+      answer(job, std::move(job->before));
+    }
+  }
+  auto running = jobs_;
+  for (const auto& [id, job] : running) {
+    if (job->execution) job->execution->stop();
+  }
+  // Every zygote is reaped before `done` (bounded: a zygote's stop() escalates to SIGKILL).
+  auto remaining = std::make_shared<int>(1 + (envs_ ? 1 : 0));
+  auto step = [this, remaining, done = std::move(done)]() mutable {
+    if (--*remaining != 0 || !done) return;
+    if (startup_.cgroups().version == sandbox::CgroupVersion::none) {
+      done();
+      return;
+    }
+    // After the runs' cgroups (removed on that worker, in order), the server's own.
+    asio::post(cgroup_worker_, [this, cgroups = startup_.cgroups(), done = std::move(done)]() mutable {
+      sandbox::release_cgroups(cgroups);
+      asio::post(io_, std::move(done));
+    });
+  };
+  if (envs_) envs_->shutdown(step);  // kills running installers
+  pool_.stop_all(step);
+}
+
+}  // namespace engine

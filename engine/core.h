@@ -1,0 +1,122 @@
+// The engine's core; the facade (engine.h) hands every call to it. It wires the parts together
+// and schedules, on the server's single-threaded io_context. What each part owns:
+//   InterpreterCatalog  (interpreters/catalog.h)  which interpreters exist, which is the default
+//   Environments        (environments/)           dependency environments and their installers
+//   ZygotePool          (pool/zygote_pool.h)      the warm zygotes, their limits and idle stops
+//   Scheduler           (scheduler.h)             which queued run may start, within the bound
+//   Execution           (execution/execution.h)   one dispatched run, from its pipes to its kill
+//   decide_outcome      (execution/outcome.h)     the RunResult from the evidence of a run's end
+//   Startup             (startup.h)               when each part gets ready
+// A call becomes a Job: queued -> interpreter resolved -> script validated -> environment ready
+// (installed off the queue's slots) -> zygote ready -> running (an Execution) -> answered.
+// Blocking work (cgroup setup, interpreter probes, the host probe) runs on one worker thread and
+// posts back; cgroup removal has its own worker so that shutdown never waits behind a probe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/environments/environments.h"
+#include "engine/event_loop.h"
+#include "engine/execution/execution.h"
+#include "engine/execution/outcome.h"
+#include "engine/interpreters/catalog.h"
+#include "engine/pool/zygote_pool.h"
+#include "engine/scheduler.h"
+#include "engine/startup.h"
+#include "sandbox/probe.h"
+
+namespace engine {
+
+// One call from its arrival to its answer.
+struct Job {
+  enum class Stage {
+    resolving,    // which interpreter runs it (may wait for the discovery)
+    validating,   // its PEP 723 block and dependencies against that interpreter
+    preparing,    // its environment is being resolved or installed (holds no slot)
+    dispatching,  // waits for its zygote
+    running,      // an Execution has it
+    answered,
+  };
+  std::uint64_t id = 0;
+  Stage stage = Stage::resolving;
+  RunRequest request;
+  Engine::DoneFn done;
+  Engine::ProgressFn progress;
+  std::optional<Interpreter> interpreter;
+  std::vector<Requirement> requirements;
+  bool environment_pending = false;
+  std::optional<EnvResult> env;
+  std::shared_ptr<Execution> execution;
+  std::string zygote_python_version;
+  // Evidence gathered before it runs (refusals, failures, cancellation).
+  RunEvidence before;
+};
+
+class Core : public std::enable_shared_from_this<Core> {
+ public:
+  Core(asio::io_context& io, EngineConfig config);
+  ~Core();
+
+  void start_warmup();
+  std::uint64_t execute(RunRequest request, Engine::ProgressFn progress, Engine::DoneFn done);
+  void cancel(std::uint64_t id);
+  void find_interpreter(std::optional<std::string> version, Engine::InterpreterFn done);
+  void environment_report(std::function<void(EnvironmentReport)> done);
+  void shutdown(std::function<void()> done);
+
+ private:
+  using Step = Scheduler::Step;
+
+  void on_zygote_state(const std::string& key, ZygoteProcess::State state, const std::string& reason);
+  Environments& environments();
+  void pump();
+  Step step(const std::shared_ptr<Job>& job);
+  bool validate(const std::shared_ptr<Job>& job);
+  void prepare_environment(const std::shared_ptr<Job>& job);
+  std::shared_ptr<ZygoteProcess> zygote_for(const Interpreter& interpreter, const EnvResult* env = nullptr);
+  void dispatch(const std::shared_ptr<Job>& job, const std::shared_ptr<ZygoteProcess>& zygote);
+  void refuse(const std::shared_ptr<Job>& job, const std::string& message, bool refused = false);
+  void answer(const std::shared_ptr<Job>& job, RunEvidence evidence);
+  std::string native_problem_hint() const;
+
+  asio::io_context& io_;
+  EngineConfig config_;
+  asio::thread_pool worker_{1};
+  asio::thread_pool cgroup_worker_{1};
+  InterpreterCatalog catalog_;
+  Scheduler scheduler_;
+  ZygotePool pool_;
+  std::unique_ptr<Environments> envs_;
+  std::map<std::uint64_t, std::shared_ptr<Job>> jobs_;
+  std::uint64_t next_id_ = 1;
+  Startup startup_;
+  bool warm_ = false;
+  bool shutting_down_ = false;
+  std::optional<sandbox::ProbeResult> probe_;
+  bool probe_running_ = false;
+  std::vector<std::function<void()>> probe_waiters_;
+};
+
+// "native", "none (unsandboxed)", "docker": the label results and reports carry.
+std::string sandbox_label(sandbox::Backend backend);
+
+// Assembling check_environment's report from the engine's parts (environment_report.cpp).
+struct EnvironmentParts {
+  const EngineConfig& config;
+  const InterpreterCatalog& catalog;
+  const ZygotePool& pool;
+  const Scheduler& scheduler;
+  const sandbox::CgroupSetup& cgroups;
+  const std::optional<sandbox::ProbeResult>& probe;
+};
+// Everything but `environments` (which the environments' own worker reports).
+EnvironmentReport describe_environment(const EnvironmentParts& parts);
+
+}  // namespace engine

@@ -1,0 +1,272 @@
+#include "engine/event_loop.h"  // first: see there
+#include "engine/execution/execution.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+namespace engine {
+
+namespace {
+
+using sandbox::UniqueFd;
+using Clock = std::chrono::steady_clock;
+
+UniqueFd script_memfd(const std::string& script) {
+  UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "script.py", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
+  if (!fd) throw std::runtime_error(std::string("memfd_create: ") + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < script.size()) {
+    const ssize_t n = ::write(fd.get(), script.data() + done, script.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(std::string("writing the script: ") + std::strerror(errno));
+    done += static_cast<std::size_t>(n);
+  }
+  // Sealed: the run reads exactly what was sent, and nothing can write to it.
+  ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  ::lseek(fd.get(), 0, SEEK_SET);  // the offset is shared with the run's copy
+  return fd;
+}
+
+// A pipe with both ends close-on-exec: {read, write}.
+std::pair<UniqueFd, UniqueFd> make_pipe() {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  return {UniqueFd(p[0]), UniqueFd(p[1])};
+}
+
+}  // namespace
+
+Execution::Execution(asio::io_context& io, std::uint64_t id, Config config, DoneFn done)
+    : io_(io),
+      id_(id),
+      config_(std::move(config)),
+      done_(std::move(done)),
+      out_capture_(config_.max_output_bytes),
+      err_capture_(config_.max_output_bytes),
+      result_decoder_(config_.result_limits),
+      pipes_{asio::posix::stream_descriptor(io), asio::posix::stream_descriptor(io),
+             asio::posix::stream_descriptor(io)},
+      deadline_(io),
+      answer_timer_(io) {}
+
+void Execution::start(const std::shared_ptr<ZygoteProcess>& zygote, const std::string& script,
+                      std::uint32_t timeout_seconds) {
+  state_ = State::running;
+  zygote_ = zygote;
+  dispatched_at_ = Clock::now();
+
+  UniqueFd memfd;
+  std::array<std::pair<UniqueFd, UniqueFd>, 3> pipes;
+  sandbox::JoinFds join;
+  try {
+    memfd = script_memfd(script);
+    for (auto& p : pipes) p = make_pipe();
+    if (config_.cgroups != nullptr &&
+        (config_.cgroups->limits_memory() || config_.cgroups->limits_processes())) {
+      cgroup_ = sandbox::RunCgroup::create(*config_.cgroups, "run-" + std::to_string(id_), config_.limits);
+      join = cgroup_.open_join_fds();
+    }
+  } catch (const std::exception& e) {
+    fail(std::string("cannot prepare the run: ") + e.what());
+    return;
+  }
+  // The zygote's run message: script, stdout, stderr, result channel, then the cgroup joins.
+  std::vector<int> fds = {memfd.get(), pipes[0].second.get(), pipes[1].second.get(), pipes[2].second.get()};
+  for (int fd : join.fds()) fds.push_back(fd);
+
+  std::weak_ptr<Execution> weak = weak_from_this();
+  ZygoteProcess::RunCallbacks callbacks;
+  callbacks.started = [weak](pid_t, UniqueFd pidfd) {
+    auto self = weak.lock();
+    if (!self || self->state_ == State::finished) return;
+    self->pidfd_ = std::move(pidfd);
+    if (self->kill_when_started_) self->kill();
+  };
+  callbacks.exited = [weak](const zygote::ExitedMessage& exited) {
+    if (auto self = weak.lock()) self->on_exited(exited);
+  };
+  callbacks.failed = [weak](const std::string& reason) {
+    if (auto self = weak.lock()) self->fail(reason);
+  };
+  if (!zygote->run(id_, timeout_seconds, fds, std::move(callbacks))) {
+    fail("the zygote is not ready: " + zygote->failure());
+    return;
+  }
+  // The run holds the only write ends now: EOF means the run is done with them.
+  for (std::size_t i = 0; i < pipes.size(); ++i) {
+    pipes[i].second.reset();
+    pipes_[i].assign(pipes[i].first.release());
+    pipes_[i].non_blocking(true);
+    read_stream(static_cast<int>(i));
+  }
+  deadline_.expires_after(std::chrono::seconds(timeout_seconds));
+  deadline_.async_wait([weak](const std::error_code& ec) {
+    auto self = weak.lock();
+    if (!ec && self) self->on_deadline();
+  });
+}
+
+void Execution::read_stream(int which) {
+  auto self = shared_from_this();
+  auto& buffer = buffers_[static_cast<std::size_t>(which)];
+  pipes_[static_cast<std::size_t>(which)].async_read_some(
+      asio::buffer(buffer), [self, which](const std::error_code& ec, std::size_t n) {
+        if (self->state_ == State::finished) return;
+        const std::string_view bytes(self->buffers_[static_cast<std::size_t>(which)].data(), n);
+        if (n > 0) {
+          if (which == 0) self->out_capture_.append(bytes);
+          if (which == 1) self->err_capture_.append(bytes);
+          if (which == 2) self->result_decoder_.append(bytes);
+        }
+        if (ec) {
+          self->eof_[static_cast<std::size_t>(which)] = true;
+          self->maybe_finish();
+          return;
+        }
+        self->read_stream(which);
+      });
+}
+
+void Execution::on_exited(const zygote::ExitedMessage& exited) {
+  if (state_ == State::finished) return;
+  exited_ = exited;
+  ended_at_ = Clock::now();
+  if (state_ == State::running) state_ = State::draining;
+  maybe_finish();
+}
+
+void Execution::on_deadline() {
+  if (state_ != State::running) return;
+  timed_out_ = true;
+  ended_at_ = Clock::now();
+  state_ = State::ending;
+  kill();
+  answer_after(kKillAnswerWithin);  // answered promptly even if the zygote does not report
+}
+
+void Execution::cancel() {
+  if (state_ == State::finished || state_ == State::idle) return;
+  cancelled_ = true;
+  if (exited_) return;  // already over: its result stands
+  ended_at_ = Clock::now();
+  state_ = State::ending;
+  kill();
+  answer_after(kKillAnswerWithin);
+}
+
+void Execution::fail(const std::string& message) {
+  if (state_ == State::finished) return;
+  service_error_ = message;
+  kill();
+  finish();
+}
+
+void Execution::stop() {
+  if (state_ == State::finished) return;
+  cancelled_ = true;
+  if (!exited_) ended_at_ = Clock::now();
+  kill();
+  finish();
+}
+
+void Execution::kill() {
+  if (pidfd_) {
+    ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+  } else {
+    kill_when_started_ = true;
+  }
+}
+
+void Execution::answer_after(std::chrono::milliseconds delay) {
+  std::weak_ptr<Execution> weak = weak_from_this();
+  answer_timer_.expires_after(delay);
+  answer_timer_.async_wait([weak](const std::error_code& ec) {
+    auto self = weak.lock();
+    if (!ec && self) self->finish();
+  });
+}
+
+void Execution::maybe_finish() {
+  if (state_ == State::finished || !exited_) return;
+  if (eof_[0] && eof_[1] && eof_[2]) {
+    finish();
+    return;
+  }
+  if (state_ == State::ending) return;  // the answer timer is already running
+  // The run's process is gone but something still holds its pipes (an unsandboxed run can
+  // leave a daemon holding them): drain briefly, then answer with what was read.
+  answer_after(kPipeDrainGrace);
+}
+
+void Execution::finish() {
+  if (state_ == State::finished) return;
+  const bool dispatched = state_ != State::idle;
+  state_ = State::finished;
+  deadline_.cancel();
+  answer_timer_.cancel();
+  // Whatever is still readable now belongs to the run (cheap: non-blocking reads).
+  for (std::size_t i = 0; i < pipes_.size(); ++i) {
+    auto& pipe = pipes_[i];
+    if (!pipe.is_open()) continue;
+    char buf[16384];
+    for (int round = 0; round < 64; ++round) {
+      const ssize_t n = ::read(pipe.native_handle(), buf, sizeof buf);
+      if (n <= 0) break;
+      const std::string_view bytes(buf, static_cast<std::size_t>(n));
+      if (i == 0) out_capture_.append(bytes);
+      if (i == 1) err_capture_.append(bytes);
+      if (i == 2) result_decoder_.append(bytes);
+    }
+    std::error_code ignored;
+    pipe.close(ignored);
+  }
+
+  RunEvidence evidence;
+  evidence.dispatched = dispatched;
+  const auto end = exited_ || ((timed_out_ || cancelled_) && ended_at_ != Clock::time_point{}) ? ended_at_
+                                                                                              : Clock::now();
+  if (dispatched) {
+    evidence.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(end - dispatched_at_).count();
+  }
+  evidence.timed_out = timed_out_;
+  evidence.cancelled = cancelled_;
+  evidence.exited = exited_;
+  evidence.service_error = service_error_;
+  evidence.stdout_stream = out_capture_.finish();
+  evidence.stderr_stream = err_capture_.finish();
+  if (exited_) {
+    // What the runner reported, when its channel holds a complete, valid result (else nothing:
+    // a script can write to or close that fd, never make the run fail).
+    evidence.rich = result_decoder_.finish();
+    if (result_decoder_.failed()) {
+      spdlog::debug("run {}: no value or figures: result channel {}", id_, result_decoder_.error());
+    }
+  }
+  if (!cgroup_.empty()) {
+    evidence.cgroup = cgroup_.read_stats();
+    // rmdir can wait briefly for the kernel to let go of the run's processes: off the loop.
+    auto cgroup = std::make_shared<sandbox::RunCgroup>(std::move(cgroup_));
+    asio::post(config_.cgroup_remover, [cgroup] { cgroup->remove(); });
+  }
+  pidfd_.reset();
+  zygote_.reset();
+  if (done_) {
+    // Posted: the owner may start new runs from its callback while this one unwinds.
+    asio::post(io_, [done = std::move(done_), evidence = std::move(evidence)]() mutable {
+      done(std::move(evidence));
+    });
+  }
+}
+
+}  // namespace engine

@@ -1,0 +1,104 @@
+// One run from its dispatch to a zygote to the evidence of its end: the script as a sealed
+// memfd, stdout/stderr/result pipes read on the io_context, the run's cgroup, the deadline, and
+// the kill. It reports once, upward, through its DoneFn; it knows nothing of queues or pools.
+//
+//   start() -> running --exited + every pipe at EOF-----------------------------> done
+//                      --exited, a pipe still open: drain for kPipeDrainGrace ----> done
+//                      --deadline or cancel(): kill, answer within kKillAnswerWithin-> done
+//                      --fail() (zygote lost, cannot prepare): kill -------------> done at once
+// The kill goes to the run's init through its pidfd, which takes the run's whole pid namespace
+// with it (a kill asked for before the pidfd arrives is sent when it does).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/event_loop.h"
+#include "engine/execution/outcome.h"
+#include "engine/execution/output_capture.h"
+#include "engine/execution/result_channel.h"
+#include "engine/pool/zygote_process.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/unique_fd.h"
+
+namespace engine {
+
+class Execution : public std::enable_shared_from_this<Execution> {
+ public:
+  struct Config {
+    std::size_t max_output_bytes = 102400;
+    ResultLimits result_limits;
+    const sandbox::CgroupSetup* cgroups = nullptr;  // the server's; runs get a child cgroup each
+    sandbox::Limits limits;
+    asio::any_io_executor cgroup_remover;  // removes the run's cgroup off the loop (blocking rmdir)
+  };
+  // The evidence has the run's own part filled in (see RunEvidence: dispatched, duration,
+  // timed_out, cancelled, exited, cgroup, streams, rich results, service_error).
+  using DoneFn = std::function<void(RunEvidence)>;
+
+  static constexpr std::chrono::milliseconds kKillAnswerWithin{300};
+  static constexpr std::chrono::milliseconds kPipeDrainGrace{200};
+
+  Execution(asio::io_context& io, std::uint64_t id, Config config, DoneFn done);
+  Execution(const Execution&) = delete;
+  Execution& operator=(const Execution&) = delete;
+
+  // Sends the run to `zygote`. A failure to prepare or send ends the run at once (done is called
+  // before start returns).
+  void start(const std::shared_ptr<ZygoteProcess>& zygote, const std::string& script,
+             std::uint32_t timeout_seconds);
+  // The caller no longer wants it: killed, answered as cancelled (unless it had already ended).
+  void cancel();
+  // The service failed under it: killed, answered at once with `message`.
+  void fail(const std::string& message);
+  // The server stops: killed and answered at once as cancelled.
+  void stop();
+
+  bool finished() const { return state_ == State::finished; }
+  std::uint64_t id() const { return id_; }
+
+ private:
+  enum class State { idle, running, ending, draining, finished };
+
+  void read_stream(int which);
+  void on_exited(const zygote::ExitedMessage& exited);
+  void on_deadline();
+  void kill();
+  void answer_after(std::chrono::milliseconds delay);
+  void maybe_finish();
+  void finish();
+
+  asio::io_context& io_;
+  std::uint64_t id_;
+  Config config_;
+  DoneFn done_;
+  State state_ = State::idle;
+
+  OutputCapture out_capture_, err_capture_;
+  ResultDecoder result_decoder_;
+  // stdout, stderr and the runner's result channel, in that order.
+  std::array<asio::posix::stream_descriptor, 3> pipes_;
+  std::array<std::array<char, 64 * 1024>, 3> buffers_{};
+  std::array<bool, 3> eof_{};
+
+  std::shared_ptr<ZygoteProcess> zygote_;
+  sandbox::UniqueFd pidfd_;
+  bool kill_when_started_ = false;
+  sandbox::RunCgroup cgroup_;
+  asio::steady_timer deadline_;
+  asio::steady_timer answer_timer_;  // the answer bound after a kill, then the pipe drain grace
+
+  std::optional<zygote::ExitedMessage> exited_;
+  std::optional<std::string> service_error_;
+  bool timed_out_ = false;
+  bool cancelled_ = false;
+  std::chrono::steady_clock::time_point dispatched_at_;
+  std::chrono::steady_clock::time_point ended_at_;
+};
+
+}  // namespace engine
