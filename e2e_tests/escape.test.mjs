@@ -421,16 +421,43 @@ report(threads=n, error=err)
     await assertHealthy(client);
   });
 
-  test('a 64 GiB bytearray is a memory_limit, the server stays healthy', async () => {
+  // Whether a cgroup counts the run's memory (else RLIMIT_DATA, per process, is the fallback).
+  async function memoryCounted() {
+    const env = await client.callTool({ name: 'check_environment', arguments: {} });
+    return env.structuredContent.engine.cgroups.memory !== 'RLIMIT_DATA';
+  }
+
+  test('a 64 GiB bytearray fails, is reported truthfully, and the server stays healthy', async () => {
     const big = await inside(client, `
 report(start=True)
 x = bytearray(64 << 30)
 report(allocated=True)
 `);
     assert.equal(big.probe.start, true);
-    assert.equal(big.sc.end_reason, 'memory_limit', big.text);
-    assert.match(big.text, /--- end: memory_limit ---/);
+    assert.equal(big.probe.allocated, undefined);
+    assert.match(big.sc.stderr, /MemoryError/);
+    if (await memoryCounted()) {
+      // No limit was reached: the host refused an allocation larger than it has. The cgroup
+      // recorded no OOM kill, and a traceback is the script's word, not evidence.
+      assert.equal(big.sc.end_reason, 'exit', big.text);
+      assert.equal(big.sc.exit_code, 1);
+    } else {
+      // RLIMIT_DATA refused it, and that leaves no kernel counter: the script's own
+      // MemoryError is the only trace, and it is used (README: Honest limits).
+      assert.equal(big.sc.end_reason, 'memory_limit', big.text);
+      assert.match(big.text, /--- end: memory_limit ---/);
+    }
     await assertHealthy(client);
+  });
+
+  test('a forged MemoryError traceback is not a memory limit where a cgroup counts memory', async () => {
+    const forged = await inside(client, `
+report(start=True)
+sys.stderr.write('Traceback (most recent call last):\\n  File "script.py", line 1, in <module>\\nMemoryError\\n')
+sys.exit(1)
+`);
+    assert.equal(forged.sc.exit_code, 1);
+    assert.equal(forged.sc.end_reason, (await memoryCounted()) ? 'exit' : 'memory_limit', forged.text);
   });
 
   test('allocating and touching past the limit (bytearray, numpy) is a memory_limit', async () => {

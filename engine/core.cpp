@@ -337,6 +337,9 @@ void Core::answer(const std::shared_ptr<Job>& job, RunEvidence evidence) {
   if (job->interpreter) evidence.python_version = job->interpreter->version;
   if (!job->zygote_python_version.empty()) evidence.python_version = job->zygote_python_version;
   evidence.max_output_bytes = config_.max_output_bytes;
+  evidence.memory_limit_bytes = config_.policy.limits.memory_bytes;
+  evidence.memory_counted = startup_.cgroups().limits_memory();
+  evidence.processes_counted = startup_.cgroups().limits_processes();
   evidence.cpu_limit_seconds = config_.policy.limits.cpu_seconds != 0
                                    ? config_.policy.limits.cpu_seconds
                                    : static_cast<std::uint32_t>(std::max(1, job->request.timeout_seconds));

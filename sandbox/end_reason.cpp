@@ -24,10 +24,6 @@ bool is_memory_error(std::string_view exc) {
   return ends_with(exception_type(exc), "MemoryError");
 }
 
-bool is_file_size_error(std::string_view exc) {
-  return contains(exc, "[Errno 27]");  // EFBIG: File too large
-}
-
 bool is_process_limit_error(std::string_view exc) {
   const auto type = exception_type(exc);
   return (ends_with(type, "BlockingIOError") && contains(exc, "[Errno 11]")) ||
@@ -78,9 +74,14 @@ RunEnd classify_end(const EndEvidence& e) {
     }
     return RunEnd::signal;
   }
-  if (is_memory_error(exc) || cg.oom_kills > 0) return RunEnd::memory_limit;
-  if (is_file_size_error(exc)) return RunEnd::file_size_limit;
-  if (cg.pids_limit_hits > 0 || is_process_limit_error(exc)) return RunEnd::process_limit;
+  if (cg.oom_kills > 0) return RunEnd::memory_limit;
+  if (!e.memory_counted) {
+    const bool near_limit = e.memory_limit_bytes > 0 && e.peak_rss_bytes >= 0 &&
+                            static_cast<std::uint64_t>(e.peak_rss_bytes) * 10 >= e.memory_limit_bytes * 9;
+    if (near_limit || is_memory_error(exc)) return RunEnd::memory_limit;
+  }
+  if (cg.pids_limit_hits > 0) return RunEnd::process_limit;
+  if (!e.processes_counted && is_process_limit_error(exc)) return RunEnd::process_limit;
   return RunEnd::exit;
 }
 

@@ -66,6 +66,10 @@ RunResult decide_outcome(RunEvidence evidence) {
   }
   end.cpu_time_ms = result.usage.cpu_ms;
   end.cpu_limit_seconds = evidence.cpu_limit_seconds;
+  end.memory_counted = evidence.memory_counted;
+  end.processes_counted = evidence.processes_counted;
+  end.memory_limit_bytes = evidence.memory_limit_bytes;
+  if (evidence.exited) end.peak_rss_bytes = evidence.exited->max_rss_kb * 1024;
   end.uncaught_exception = sandbox::uncaught_exception_from_stderr(result.stderr_stream.text);
   end.sandbox_failed = evidence.service_error.has_value();
 

@@ -22,6 +22,9 @@ struct RunEvidence {
   std::string execution_path;   // "zygote" or "spawn"
   std::size_t max_output_bytes = 102400;
   std::uint32_t cpu_limit_seconds = 0;  // RLIMIT_CPU as applied (the timeout when not set)
+  std::uint64_t memory_limit_bytes = 0;  // --memory-limit-mb
+  bool memory_counted = false;           // a cgroup enforced the memory limit (else RLIMIT_DATA)
+  bool processes_counted = false;        // a cgroup enforced the process limit (else RLIMIT_NPROC)
 
   // Before the run: it never started when one of these is set.
   std::optional<std::string> install_error;  // the requirements cannot be installed
@@ -49,7 +52,8 @@ struct RunEvidence {
 //                                            (sandbox::classify_end), rich results attached
 //   otherwise                             -> sandbox_error, exit -1
 // A setup failure reported by the zygote (kExitSetupFailed) is a service error.
-// CPU and peak memory come from the cgroup when it counted them, else from the zygote's rusage.
+// CPU and peak memory come from the cgroup when it counted them, else from the zygote's rusage
+// (and, for a killed run, the larger of that and its tree's CPU read before the kill).
 RunResult decide_outcome(RunEvidence evidence);
 
 }  // namespace engine

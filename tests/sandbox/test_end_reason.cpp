@@ -55,25 +55,47 @@ TEST_CASE("a clean exit stays an exit whatever the counters say", "[end_reason]"
   CHECK(classify_end(e) == RunEnd::exit);
 }
 
-TEST_CASE("memory limit: OOM kill or MemoryError", "[end_reason]") {
+TEST_CASE("memory limit with a cgroup: only its OOM kills count", "[end_reason]") {
   auto oom = ev(killed(SIGKILL));
+  oom.memory_counted = true;
   oom.cgroup = sandbox::CgroupStats{};
   oom.cgroup->oom_kills = 1;
   CHECK(classify_end(oom) == RunEnd::memory_limit);
   // A worker was OOM-killed and the script failed because of it.
   auto worker = ev(exited(1));
+  worker.memory_counted = true;
   worker.cgroup = oom.cgroup;
   CHECK(classify_end(worker) == RunEnd::memory_limit);
+  // A MemoryError traceback is the script's word, not evidence: a script can print one.
+  auto forged = ev(exited(1));
+  forged.memory_counted = true;
+  forged.cgroup = sandbox::CgroupStats{};
+  forged.uncaught_exception = "MemoryError";
+  CHECK(classify_end(forged) == RunEnd::exit);
+  forged.peak_rss_bytes = 1000 << 20;  // a peak near the limit is not a kill either
+  forged.memory_limit_bytes = 1024 << 20;
+  CHECK(classify_end(forged) == RunEnd::exit);
+  // A SIGKILL without an OOM kill is not a memory limit.
+  auto plain = ev(killed(SIGKILL));
+  plain.memory_counted = true;
+  plain.cgroup = sandbox::CgroupStats{};
+  CHECK(classify_end(plain) == RunEnd::signal);
+}
+
+TEST_CASE("memory limit without a cgroup (RLIMIT_DATA): the peak, else the script's exception", "[end_reason]") {
+  auto peak = ev(exited(1));
+  peak.memory_limit_bytes = 1000;
+  peak.peak_rss_bytes = 950;
+  CHECK(classify_end(peak) == RunEnd::memory_limit);
+  peak.peak_rss_bytes = 500;
+  CHECK(classify_end(peak) == RunEnd::exit);
+  // No kernel counter exists for a refused allocation here: the traceback is all there is.
   auto py = ev(exited(1));
   py.uncaught_exception = "MemoryError";
   CHECK(classify_end(py) == RunEnd::memory_limit);
   py.uncaught_exception =
       "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 8.00 GiB for an array";
   CHECK(classify_end(py) == RunEnd::memory_limit);
-  // A SIGKILL without an OOM kill is not a memory limit.
-  auto plain = ev(killed(SIGKILL));
-  plain.cgroup = sandbox::CgroupStats{};
-  CHECK(classify_end(plain) == RunEnd::signal);
 }
 
 TEST_CASE("cpu limit: SIGXCPU, or the hard SIGKILL at the limit", "[end_reason]") {
@@ -86,18 +108,25 @@ TEST_CASE("cpu limit: SIGXCPU, or the hard SIGKILL at the limit", "[end_reason]"
   CHECK(classify_end(hard) == RunEnd::signal);
 }
 
-TEST_CASE("file size limit: SIGXFSZ or EFBIG", "[end_reason]") {
+TEST_CASE("file size limit: SIGXFSZ only; an EFBIG traceback is the script's word", "[end_reason]") {
   CHECK(classify_end(ev(killed(SIGXFSZ))) == RunEnd::file_size_limit);
   auto e = ev(exited(1));
   e.uncaught_exception = "OSError: [Errno 27] File too large";
-  CHECK(classify_end(e) == RunEnd::file_size_limit);
+  CHECK(classify_end(e) == RunEnd::exit);
 }
 
-TEST_CASE("process limit: pids.events or EAGAIN from fork/threads", "[end_reason]") {
+TEST_CASE("process limit: pids.events, or without a pids cgroup EAGAIN from fork/threads", "[end_reason]") {
   auto e = ev(exited(1));
+  e.processes_counted = true;
   e.cgroup = sandbox::CgroupStats{};
   e.cgroup->pids_limit_hits = 1;
   CHECK(classify_end(e) == RunEnd::process_limit);
+  // With a pids cgroup, the traceback alone proves nothing.
+  auto forged = ev(exited(1));
+  forged.processes_counted = true;
+  forged.cgroup = sandbox::CgroupStats{};
+  forged.uncaught_exception = "BlockingIOError: [Errno 11] Resource temporarily unavailable";
+  CHECK(classify_end(forged) == RunEnd::exit);
   auto rl = ev(exited(1));
   rl.uncaught_exception = "BlockingIOError: [Errno 11] Resource temporarily unavailable";
   CHECK(classify_end(rl) == RunEnd::process_limit);
