@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include <spdlog/spdlog.h>
+
+#include "sandbox/proc_tree.h"
 
 namespace engine {
 
@@ -182,6 +185,11 @@ void Execution::stop() {
 
 void Execution::kill() {
   if (pidfd_) {
+    // What the run's processes used, read before they go: nobody reaps and reports them after.
+    if (!exited_) {
+      const pid_t init = sandbox::pid_of_pidfd(pidfd_.get());
+      if (init > 0) killed_tree_cpu_us_ = std::max(killed_tree_cpu_us_, sandbox::tree_cpu_us(init));
+    }
     ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
   } else {
     kill_when_started_ = true;
@@ -242,6 +250,7 @@ void Execution::finish() {
   evidence.timed_out = timed_out_;
   evidence.cancelled = cancelled_;
   evidence.exited = exited_;
+  evidence.killed_tree_cpu_us = killed_tree_cpu_us_;
   evidence.service_error = service_error_;
   evidence.stdout_stream = out_capture_.finish();
   evidence.stderr_stream = err_capture_.finish();

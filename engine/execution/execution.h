@@ -94,6 +94,7 @@ class Execution : public std::enable_shared_from_this<Execution> {
   asio::steady_timer answer_timer_;  // the answer bound after a kill, then the pipe drain grace
 
   std::optional<zygote::ExitedMessage> exited_;
+  std::int64_t killed_tree_cpu_us_ = -1;
   std::optional<std::string> service_error_;
   bool timed_out_ = false;
   bool cancelled_ = false;

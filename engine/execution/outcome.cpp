@@ -58,6 +58,9 @@ RunResult decide_outcome(RunEvidence evidence) {
       evidence.service_error = "sandbox setup failed: " + ex.detail;
     }
   }
+  if (evidence.killed_tree_cpu_us >= 0) {
+    result.usage.cpu_ms = std::max(result.usage.cpu_ms, evidence.killed_tree_cpu_us / 1000);
+  }
   if (const auto& stats = evidence.cgroup) {
     if (stats->memory_peak_bytes > 0) result.usage.peak_memory_bytes = stats->memory_peak_bytes;
     // The cgroup counts every process of the run, also those killed rather than reaped, and

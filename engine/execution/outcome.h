@@ -38,6 +38,9 @@ struct RunEvidence {
   bool cancelled = false;        // killed or dropped on cancellation or shutdown
   std::optional<zygote::ExitedMessage> exited;  // the zygote's report of its end
   std::optional<sandbox::CgroupStats> cgroup;   // its cgroup's counters after the end
+  // CPU of the run's process tree read just before the server killed it (-1: not killed, or
+  // unknown): killed processes are never reaped by anyone who reports their usage.
+  std::int64_t killed_tree_cpu_us = -1;
   CapturedStream stdout_stream;
   CapturedStream stderr_stream;
   RunnerResult rich;             // what the runner reported on the result channel (validated)

@@ -144,3 +144,16 @@ TEST_CASE("outcome: no evidence of an end at all is a sandbox error") {
   CHECK(r.end_reason == EndReason::sandbox_error);
   CHECK(r.exit_code == -1);
 }
+
+TEST_CASE("outcome: a killed run's CPU includes what its tree used before the kill") {
+  auto e = ran(signalled_status(SIGKILL));
+  e.timed_out = true;
+  e.exited->user_cpu_us = 2000;  // the init's own, reaped after the kill
+  e.exited->system_cpu_us = 0;
+  e.killed_tree_cpu_us = 4'500'000;
+  CHECK(engine::decide_outcome(e).usage.cpu_ms == 4500);
+  // The cgroup's count, when there is one, is the whole truth.
+  e.cgroup = sandbox::CgroupStats{};
+  e.cgroup->cpu_usage_us = 4'700'000;
+  CHECK(engine::decide_outcome(e).usage.cpu_ms == 4700);
+}
