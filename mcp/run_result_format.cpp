@@ -31,6 +31,14 @@ std::string format_run_text(const engine::RunResult& result) {
   if (!result.stdout_stream.text.empty()) parts.push_back("--- stdout ---\n" + result.stdout_stream.text);
   if (!result.stderr_stream.text.empty()) parts.push_back("--- stderr ---\n" + result.stderr_stream.text);
   if (result.return_value_repr) parts.push_back("--- return_value ---\n" + *result.return_value_repr);
+  // What the run reported about itself (e.g. figures dropped): the script can write that
+  // channel, so it comes before the trailer, never after it.
+  if (!result.notes.empty()) {
+    std::string notes = "--- notes ---";
+    for (const auto& note : result.notes) notes += "\n" + note;
+    parts.push_back(notes);
+  }
+  // The trailer, always last: nothing the script controls follows it.
   parts.push_back("--- exit_code: " + std::to_string(result.exit_code) + " ---");
   if (result.end_reason != engine::EndReason::exit) {
     parts.push_back("--- end: " + std::string(engine::to_string(result.end_reason)) + " ---");
@@ -132,7 +140,6 @@ json run_output_schema() {
 
 json run_call_tool_result(const engine::RunResult& result) {
   json content = json::array({text_item(format_run_text(result))});
-  for (const auto& note : result.notes) content.push_back(text_item(note));
   for (const auto& image : result.images) {
     content.push_back({{"type", "image"}, {"data", image.data_base64}, {"mimeType", image.mime_type}});
   }

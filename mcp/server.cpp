@@ -195,7 +195,6 @@ int run_once(const CliOptions& options, UniqueFd out, ServerHooks hooks) {
     asio::error_code ignored;
     signals.cancel(ignored);
     std::string text = format_run_text(result) + "\n";
-    for (const auto& note : result.notes) text += note + "\n";
     if (!result.images.empty()) {
       text += std::to_string(result.images.size()) + " image(s) not shown: --run prints text only\n";
     }

@@ -76,6 +76,21 @@ std::size_t snap_suffix_to_line(std::string_view s, std::size_t start) {
 
 }  // namespace
 
+std::size_t json_string_size(std::string_view text) {
+  std::size_t size = 0;
+  for (const char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b == '"' || b == '\\' || b == '\n' || b == '\t' || b == '\r' || b == '\b' || b == '\f') {
+      size += 2;  // \" \\ \n ...
+    } else if (b < 0x20 || b == 0x7f) {
+      size += 6;  // \u00XX
+    } else {
+      size += 1;
+    }
+  }
+  return size;
+}
+
 std::string sanitize_utf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());
@@ -142,7 +157,7 @@ CapturedStream OutputCapture::finish() const {
   CapturedStream result;
   if (gap == 0) {
     std::string all = sanitize_utf8(head_ + tail);
-    if (all.size() <= limit_) {
+    if (json_string_size(all) <= limit_) {
       result.text = std::move(all);
       return result;
     }
@@ -168,14 +183,15 @@ CapturedStream OutputCapture::finish() const {
     std::string text = sanitize_utf8(head_src.substr(0, h));
     text += marker(dropped);
     text += sanitize_utf8(tail_src.substr(t_start));
-    if (text.size() <= limit_ || budget == 0) {
-      if (text.size() > limit_) text = marker(dropped).substr(0, limit_);  // absurdly small limit
+    const std::size_t size = json_string_size(text);
+    if (size <= limit_ || budget == 0) {
+      if (size > limit_) text = marker(dropped).substr(0, limit_);  // absurdly small limit
       result.text = std::move(text);
       result.dropped_bytes = dropped;
       return result;
     }
-    // Invalid bytes grew when replaced: shrink the budget by the excess and try again.
-    const std::size_t excess = text.size() - limit_;
+    // Escapes and replaced invalid bytes made it larger: shrink the budget by the excess.
+    const std::size_t excess = size - limit_;
     budget = budget > excess ? budget - excess : 0;
   }
 }

@@ -1,6 +1,8 @@
 // One output stream of a run, kept within a byte limit: everything when it fits, else the head
 // and the tail (the end of a traceback matters most) with a marker saying how much was dropped.
-// Memory is bounded by about twice the limit whatever the script prints.
+// The limit bounds the stream as it is sent, JSON-escaped (a control byte costs six), so that a
+// reply stays within a small multiple of the limit whatever the script prints. Memory is bounded
+// by about twice the limit.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +14,9 @@
 
 namespace engine {
 
+// The size of `text` inside a JSON string: 2 for \" \\ \n \t \r \b \f, 6 for other control bytes.
+std::size_t json_string_size(std::string_view text);
+
 class OutputCapture {
  public:
   explicit OutputCapture(std::size_t limit_bytes);
@@ -19,8 +24,9 @@ class OutputCapture {
   void append(std::string_view chunk);
   std::uint64_t total_bytes() const { return total_; }
 
-  // The kept text: valid UTF-8 (invalid bytes become U+FFFD), never longer than the limit,
-  // marker included; dropped_bytes counts the bytes of output left out between head and tail.
+  // The kept text: valid UTF-8 (invalid bytes become U+FFFD), never longer than the limit once
+  // JSON-escaped, marker included; dropped_bytes counts the bytes of output left out between
+  // head and tail.
   CapturedStream finish() const;
 
   // "\n[... N bytes dropped ...]\n"

@@ -84,7 +84,10 @@ void ResultDecoder::take_frame(ResultFrame type, std::string_view payload) {
     case ResultFrame::value_repr:
       if (result_.value_repr) return reject("a second value");
       // Already bounded by the frame limit; this makes it valid UTF-8 within that bound.
-      result_.value_repr = OutputCapture::capture(payload, limits_.max_value_bytes).text;
+      // The runner bounds the repr's bytes; a repr (unlike a str) escapes control characters, so
+      // JSON at most doubles it. Bounded here as sent, at twice that: a custom __repr__ full of
+      // control bytes cannot inflate the reply.
+      result_.value_repr = OutputCapture::capture(payload, 2 * limits_.max_value_bytes).text;
       return;
     case ResultFrame::value_json: {
       if (!result_.value_repr || result_.value_json) return reject("a JSON value without its repr, or a second one");

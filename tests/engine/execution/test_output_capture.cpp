@@ -153,3 +153,20 @@ TEST_CASE("sanitize_utf8 rejects overlongs, surrogates and truncated sequences",
   CHECK(sanitize_utf8("\xF4\x90\x80\x80").find("\xF4") == std::string::npos);  // > U+10FFFF
   CHECK(sanitize_utf8("世界 🌍") == "世界 🌍");
 }
+
+TEST_CASE("output capture: the limit bounds the JSON-escaped size, so control bytes cannot inflate a reply") {
+  CHECK(engine::json_string_size("ab") == 2);
+  CHECK(engine::json_string_size("a\"\\\n") == 7);
+  CHECK(engine::json_string_size(std::string(1, '\x01')) == 6);
+  const std::string controls(100000, '\x01');
+  const auto kept = engine::OutputCapture::capture(controls, 10240);
+  CHECK(engine::json_string_size(kept.text) <= 10240);
+  CHECK(kept.dropped_bytes > 0);
+  CHECK(kept.text.find("bytes dropped") != std::string::npos);
+  // Plain text is kept byte for byte up to the limit, as before.
+  const std::string plain(10000, 'x');
+  CHECK(engine::OutputCapture::capture(plain, 10240).text == plain);
+  // A short control-heavy stream that fits raw but not escaped is cut too.
+  const auto cut = engine::OutputCapture::capture(std::string(2000, '\x02'), 1024);
+  CHECK(engine::json_string_size(cut.text) <= 1024);
+}

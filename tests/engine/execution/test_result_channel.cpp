@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "engine/execution/output_capture.h"
 #include "engine/execution/result_channel.h"
 
 using engine::ResultDecoder;
@@ -218,4 +219,18 @@ TEST_CASE("base64 and PNG size helpers", "[result-channel]") {
   CHECK(size->height == 480);
   CHECK_FALSE(engine::png_size("not a png at all, but long enough"));
   CHECK_FALSE(engine::png_size(png(1, 1).substr(0, 20)));
+}
+
+TEST_CASE("a repr is bounded as sent: control bytes are cut, escapes that at most double it are kept", "[result-channel]") {
+  ResultDecoder controls(limits(1000));
+  controls.append(encode_result_frame(ResultFrame::value_repr, std::string(1000, '\x01')) + engine::encode_runner_end({}));
+  const auto cut = controls.finish().value_repr;
+  REQUIRE(cut);
+  CHECK(engine::json_string_size(*cut) <= 2000);
+  CHECK(cut->find("bytes dropped") != std::string::npos);
+
+  ResultDecoder quotes(limits(1000));
+  const std::string escaped = "'" + std::string(998, '"') + "'";
+  quotes.append(encode_result_frame(ResultFrame::value_repr, escaped) + engine::encode_runner_end({}));
+  CHECK(quotes.finish().value_repr == escaped);
 }
