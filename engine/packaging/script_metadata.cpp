@@ -219,6 +219,38 @@ ScriptValidation validate_script(std::string_view script,
   result.warnings = std::move(metadata.warnings);
   result.requires_python = metadata.requires_python;
 
+  // Bounds on what a caller may ask to install: a client's oversized input is refused as such,
+  // never passed on until an installer's command line fails.
+  const std::size_t asked = metadata.dependencies.size() + dependency_parameter.size();
+  if (asked > kMaxRequirements) {
+    result.errors.push_back(std::to_string(asked) + " dependencies asked for; at most " +
+                            std::to_string(kMaxRequirements) + " are accepted per script");
+    result.valid = false;
+    return result;
+  }
+  bool oversized = false;
+  const auto too_long = [&oversized](const std::string& text) {
+    oversized = oversized || text.size() > kMaxRequirementLength;
+    return text.size() > kMaxRequirementLength;
+  };
+  for (std::size_t i = 0; i < metadata.dependencies.size(); ++i) {
+    if (too_long(metadata.dependencies[i])) {
+      result.errors.push_back(at(metadata.dependency_lines[i]) + ": a dependency of " +
+                              std::to_string(metadata.dependencies[i].size()) + " characters; at most " +
+                              std::to_string(kMaxRequirementLength) + " are accepted");
+    }
+  }
+  for (const std::string& text : dependency_parameter) {
+    if (too_long(text)) {
+      result.errors.push_back("dependencies parameter: a dependency of " + std::to_string(text.size()) +
+                              " characters; at most " + std::to_string(kMaxRequirementLength) + " are accepted");
+    }
+  }
+  if (oversized) {
+    result.valid = false;
+    return result;
+  }
+
   std::vector<Requirement> block;
   for (std::size_t i = 0; i < metadata.dependencies.size(); ++i) {
     std::string error;

@@ -39,6 +39,10 @@ struct ScriptMetadata {
 // an empty block. TOML errors carry the line and column in the script's numbering.
 ScriptMetadata parse_script_metadata(std::string_view script);
 
+// What one script may ask to install, PEP 723 block and `dependencies` parameter together.
+inline constexpr std::size_t kMaxRequirements = 256;
+inline constexpr std::size_t kMaxRequirementLength = 2048;
+
 // Everything validate_script reports, computed against the interpreter that would run it.
 struct ScriptValidation {
   bool valid = true;

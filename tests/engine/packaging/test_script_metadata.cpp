@@ -320,3 +320,25 @@ TEST_CASE("validate_script", "[validate]") {
     CHECK(warned.warnings.size() == 1);
   }
 }
+
+TEST_CASE("validate_script: too many or too long dependencies are refused as input, not passed on") {
+  const engine::MarkerEnvironment py311 = python("3.11.2");
+  std::vector<std::string> many(engine::kMaxRequirements + 1, "six");
+  auto v = engine::validate_script("print(1)\n", many, py311);
+  CHECK_FALSE(v.valid);
+  REQUIRE(v.errors.size() == 1);
+  CHECK(v.errors[0] == "257 dependencies asked for; at most 256 are accepted per script");
+  many.pop_back();
+  CHECK(engine::validate_script("print(1)\n", many, py311).valid);
+
+  const std::string long_url = "pkg @ https://example.invalid/" + std::string(engine::kMaxRequirementLength, 'a');
+  v = engine::validate_script("print(1)\n", {long_url}, py311);
+  CHECK_FALSE(v.valid);
+  REQUIRE(v.errors.size() == 1);
+  CHECK(v.errors[0].find("dependencies parameter: a dependency of ") == 0);
+  const std::string block = "# /// script\n# dependencies = [\"" + long_url + "\"]\n# ///\n";
+  v = engine::validate_script(block, {}, py311);
+  CHECK_FALSE(v.valid);
+  REQUIRE(v.errors.size() == 1);
+  CHECK(v.errors[0].find("line 2") != std::string::npos);
+}
