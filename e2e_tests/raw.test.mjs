@@ -212,3 +212,24 @@ test('--run FILE prints the result text and exits with the script exit code', ()
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('--run refuses what is not a regular readable file, or is too big: exit 2, one line', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-run-'));
+  try {
+    const big = path.join(dir, 'big.py');
+    fs.writeFileSync(big, '');
+    fs.truncateSync(big, 16 * 1024 * 1024 + 1);
+    for (const [target, why] of [[dir, /is not a regular file/], ['/dev/zero', /is not a regular file/],
+      [big, /at most 16 MiB/]]) {
+      const r = spawnSync(serverPath, ['--run', target], { encoding: 'utf8', timeout: 20000 });
+      assert.equal(r.status, 2, `${target}: ${r.stderr}`);
+      assert.equal(r.stdout, '');
+      const lines = r.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, r.stderr);
+      assert.match(lines[0], /--run/);
+      assert.match(lines[0], why);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

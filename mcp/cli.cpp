@@ -4,10 +4,13 @@
 // splitting (CLI/StringTools.hpp); it is not in our code and cannot be fixed from here.
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -259,8 +262,19 @@ CliResult parse_cli(const std::vector<std::string>& args) {
 
     if (app.count("--run") != 0) {
       require_plain_text("--run", run_file);
+      // A regular file, readable, of a script's size: not a directory, a device or a FIFO
+      // (read forever, or never).
+      struct stat st {};
+      if (::stat(run_file.c_str(), &st) != 0) {
+        throw UsageError("--run: cannot read '" + run_file + "': " + std::strerror(errno));
+      }
+      if (!S_ISREG(st.st_mode)) throw UsageError("--run: '" + run_file + "' is not a regular file");
       if (::access(run_file.c_str(), R_OK) != 0) {
-        throw UsageError("--run: cannot read '" + run_file + "'");
+        throw UsageError("--run: cannot read '" + run_file + "': " + std::strerror(errno));
+      }
+      if (static_cast<std::uint64_t>(st.st_size) > kMaxRunFileBytes) {
+        throw UsageError("--run: '" + run_file + "' is " + std::to_string(st.st_size) +
+                         " bytes; a script may be at most 16 MiB");
       }
       options.run_file = run_file;
     }

@@ -2,6 +2,7 @@
 // Invalid values are reported as one line naming the flag, with exit status 2.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,9 @@
 #include "engine/engine.h"
 
 namespace mcp {
+
+// The largest script --run accepts: as much as an MCP message can carry (mcp/framing.h).
+inline constexpr std::uint64_t kMaxRunFileBytes = std::uint64_t{16} << 20;
 
 struct CliOptions {
   engine::EngineConfig engine;

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
-#include <sstream>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -173,17 +172,26 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
 
 int run_once(const CliOptions& options, UniqueFd out, ServerHooks hooks) {
   fill_defaults(hooks);
+  // Read with the same bound the command line checked (the file may have changed since).
   std::ifstream file(*options.run_file, std::ios::binary);
-  std::stringstream content;
-  content << file.rdbuf();
-  if (!file) {
+  std::string script;
+  char chunk[65536];
+  while (file && script.size() <= kMaxRunFileBytes) {
+    file.read(chunk, sizeof chunk);
+    script.append(chunk, static_cast<std::size_t>(file.gcount()));
+  }
+  if (file.bad() || (!file && !file.eof())) {
     spdlog::error("--run: cannot read '{}'", *options.run_file);
+    return 2;
+  }
+  if (script.size() > kMaxRunFileBytes) {
+    spdlog::error("--run: '{}' is over 16 MiB; a script may be at most 16 MiB", *options.run_file);
     return 2;
   }
   asio::io_context io;
   std::unique_ptr<engine::Engine> engine = hooks.make_engine(io, options.engine);
   engine::RunRequest request;
-  request.script = content.str();
+  request.script = std::move(script);
   request.timeout_seconds = options.engine.default_timeout_seconds;
   request.python_version = options.engine.python_version;
 

@@ -1,6 +1,10 @@
 // Command-line parsing: drop-in flags, engine knobs, and exit status 2 with one line on errors.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -133,6 +137,32 @@ TEST_CASE("--help and --version print to stdout and exit 0") {
   const auto version = parse({"--version"});
   CHECK(version.exit_code == 0);
   CHECK(version.stdout_text == "mcp-python-exec-sandbox " MPES_VERSION "\n");
+}
+
+TEST_CASE("--run refuses what is not a regular readable file of a script's size") {
+  expect_usage_error({"--run", MPES_SOURCE_DIR}, "--run");       // a directory
+  expect_usage_error({"--run", "/dev/zero"}, "--run");            // a device
+  CHECK(parse({"--run", MPES_SOURCE_DIR}).stderr_text.find("is not a regular file") != std::string::npos);
+  char fifo[] = "/tmp/mpes-cli-fifo-XXXXXX";
+  REQUIRE(::mkdtemp(fifo) != nullptr);
+  const std::string dir = fifo;
+  REQUIRE(::mkfifo((dir + "/f").c_str(), 0600) == 0);
+  expect_usage_error({"--run", dir + "/f"}, "--run");  // a FIFO would block
+  // Over 16 MiB (sparse: nothing is written).
+  const std::string big = dir + "/big.py";
+  {
+    FILE* f = std::fopen(big.c_str(), "w");
+    REQUIRE(f != nullptr);
+    REQUIRE(::ftruncate(::fileno(f), static_cast<off_t>(mcp::kMaxRunFileBytes) + 1) == 0);
+    std::fclose(f);
+  }
+  expect_usage_error({"--run", big}, "--run");
+  CHECK(parse({"--run", big}).stderr_text.find("at most 16 MiB") != std::string::npos);
+  REQUIRE(::truncate(big.c_str(), static_cast<off_t>(mcp::kMaxRunFileBytes)) == 0);
+  CHECK(parse({"--run", big}).options.has_value());  // exactly the limit is fine
+  ::unlink(big.c_str());
+  ::unlink((dir + "/f").c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST_CASE("--run takes a readable file") {
