@@ -306,25 +306,50 @@ describe('execute_python with --sandbox-backend none', () => {
 });
 
 describe('stdin EOF with a run in flight', () => {
-  test('the server exits promptly and kills the run', async () => {
-    const marker = `mpes-e2e-eof-${randomUUID()}`;
+  // A server whose client wrote its requests and closed stdin.
+  function startServer() {
     const child = spawn(serverPath, [], { stdio: ['pipe', 'pipe', 'pipe'] });
     const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-    let out = '';
-    child.stdout.on('data', (d) => { out += d; });
+    const state = { out: '' };
+    child.stdout.on('data', (d) => { state.out += d; });
     const send = (msg) => child.stdin.write(`${JSON.stringify(msg)}\n`);
     send({ jsonrpc: '2.0', id: 1, method: 'initialize',
       params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
     send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    send({ jsonrpc: '2.0', id: 2, method: 'tools/call',
-      params: { name: 'execute_python', arguments: { script: treeScript(marker), timeout_seconds: 120 } } });
-    for (let i = 0; i < 400 && !processesWith(`${marker}-daemon`); i++) await sleep(25);
-    assert.ok(processesWith(`${marker}-daemon`), `the run started (server said: ${out})`);
-    const closedAt = Date.now();
+    return { child, exited, state, send };
+  }
+  const responseTo = (state, id) => state.out.split('\n').filter(Boolean).map((l) => JSON.parse(l))
+    .find((m) => m.id === id);
+
+  test('the run is finished and answered, then the server exits 0', async () => {
+    const marker = `mpes-e2e-eof-${randomUUID()}`;
+    const { child, exited, state, send } = startServer();
+    send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'execute_python', arguments: {
+      script: `import time\nprint('started', flush=True)\ntime.sleep(1.5)\nprint('finished ${marker}')`,
+      timeout_seconds: 60 } } });
     child.stdin.end();
     const { code } = await exited;
     assert.equal(code, 0);
-    assert.ok(Date.now() - closedAt < 5000, 'the server exited promptly after stdin EOF');
+    const response = responseTo(state, 2);
+    assert.equal(response?.result?.structuredContent?.stdout, `started\nfinished ${marker}\n`, state.out);
+    assert.equal(response.result.structuredContent.exit_code, 0);
+  });
+
+  test('SIGTERM while finishing stops the server promptly and kills the run', async () => {
+    const marker = `mpes-e2e-eof-${randomUUID()}`;
+    const { child, exited, state, send } = startServer();
+    send({ jsonrpc: '2.0', id: 2, method: 'tools/call',
+      params: { name: 'execute_python', arguments: { script: treeScript(marker), timeout_seconds: 120 } } });
+    child.stdin.end();
+    for (let i = 0; i < 400 && !processesWith(`${marker}-daemon`); i++) await sleep(25);
+    assert.ok(processesWith(`${marker}-daemon`), `the run started (server said: ${state.out})`);
+    await sleep(300);
+    assert.equal(child.exitCode, null, 'still finishing the run after end of input');
+    const signalledAt = Date.now();
+    child.kill('SIGTERM');
+    const { code } = await exited;
+    assert.equal(code, 0);
+    assert.ok(Date.now() - signalledAt < 5000, 'the server exited promptly after SIGTERM');
     await assertNoSurvivors(marker);
   });
 });

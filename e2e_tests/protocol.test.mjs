@@ -109,26 +109,42 @@ test('an aborted call is cancelled and the server keeps serving', async () => {
   }
 });
 
-test('stdin EOF: the server exits 0 within 2 s, also with a run in flight', async () => {
-  const child = spawn(serverPath, [], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  let out = '';
-  child.stdout.on('data', (d) => { out += d; });
+test('stdin EOF: idle, the server exits 0 within 2 s; a run in flight is finished within its timeout first', async () => {
+  const start = () => {
+    const child = spawn(serverPath, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    const state = { out: '' };
+    child.stdout.on('data', (d) => { state.out += d; });
+    return { child, exited, state };
+  };
   const waitFor = async (pred) => {
     for (let i = 0; i < 200 && !pred(); i++) await new Promise((r) => setTimeout(r, 25));
   };
-  child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
-    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'e2e', version: '1' } } }) + '\n');
-  await waitFor(() => out.includes('"id":1'));
-  child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call',
-    params: { name: 'execute_python', arguments: { script: 'import time\ntime.sleep(30)' } } }) + '\n');
-  await new Promise((r) => setTimeout(r, 300));
-  const closedAt = Date.now();
-  child.stdin.end();
-  const { code } = await exited;
-  assert.equal(code, 0);
+  const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'e2e', version: '1' } } }) + '\n';
+
+  const idle = start();
+  idle.child.stdin.write(init);
+  await waitFor(() => idle.state.out.includes('"id":1'));
+  let closedAt = Date.now();
+  idle.child.stdin.end();
+  assert.equal((await idle.exited).code, 0);
   assert.ok(Date.now() - closedAt < 2000, `exited after ${Date.now() - closedAt} ms`);
-  for (const line of out.split('\n').filter(Boolean)) assert.equal(JSON.parse(line).jsonrpc, '2.0');
+
+  const busy = start();
+  busy.child.stdin.write(init);
+  await waitFor(() => busy.state.out.includes('"id":1'));
+  busy.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call',
+    params: { name: 'execute_python', arguments: { script: 'import time\ntime.sleep(30)', timeout_seconds: 2 } } }) + '\n');
+  await new Promise((r) => setTimeout(r, 300));
+  closedAt = Date.now();
+  busy.child.stdin.end();
+  assert.equal((await busy.exited).code, 0);
+  const waited = Date.now() - closedAt;
+  assert.ok(waited >= 1000 && waited < 8000, `exited after ${waited} ms`);
+  const messages = busy.state.out.split('\n').filter(Boolean).map((line) => JSON.parse(line));
+  for (const m of messages) assert.equal(m.jsonrpc, '2.0');
+  assert.equal(messages.find((m) => m.id === 2)?.result?.structuredContent?.timed_out, true, busy.state.out);
 });
 
 test('stdin EOF in the middle of interpreter discovery leaves no probe running', async () => {

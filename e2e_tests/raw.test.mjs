@@ -233,3 +233,27 @@ test('--run refuses what is not a regular readable file, or is too big: exit 2, 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('requests piped in before end of input are all answered, then the server exits 0', () => {
+  // As `printf '...' | mcp-python-exec-sandbox` does: everything written at once, then EOF.
+  const lines = [
+    { jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/call',
+      params: { name: 'execute_python', arguments: { script: 'import time\ntime.sleep(0.5)\nprint("first")' } } },
+    { jsonrpc: '2.0', id: 3, method: 'tools/call',
+      params: { name: 'execute_python', arguments: { script: 'print(6 * 7)' } } },
+    // Its own timeout bounds how long the server stays after the end of input.
+    { jsonrpc: '2.0', id: 4, method: 'tools/call',
+      params: { name: 'execute_python', arguments: { script: 'import time\ntime.sleep(600)', timeout_seconds: 2 } } },
+  ].map((m) => JSON.stringify(m)).join('\n') + '\n';
+  const started = Date.now();
+  const r = spawnSync(serverPath, [], { input: lines, encoding: 'utf8', timeout: 60000 });
+  assert.equal(r.status, 0, r.stderr);
+  const responses = new Map(r.stdout.trim().split('\n').map((l) => JSON.parse(l)).map((m) => [m.id, m]));
+  assert.equal(responses.get(2)?.result?.structuredContent?.stdout, 'first\n', r.stdout);
+  assert.equal(responses.get(3)?.result?.structuredContent?.stdout, '42\n', r.stdout);
+  assert.equal(responses.get(4)?.result?.structuredContent?.timed_out, true, r.stdout);
+  assert.ok(Date.now() - started < 30000);
+});

@@ -153,10 +153,22 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
       if (!ec) begin_shutdown("signal " + std::to_string(signal));
     });
   }
+  // End of input: the requests already read are finished (each within its own timeout), their
+  // responses written, then the server stops. A signal meanwhile stops it at once.
   transport.start([&framer](std::string_view bytes) { framer.feed(bytes); },
                   [&] {
                     framer.finish();
-                    begin_shutdown("end of input");
+                    if (transport.output_failed()) {  // nobody is left to answer
+                      begin_shutdown("end of input");
+                      return;
+                    }
+                    if (session.calls_in_flight() > 0) {
+                      spdlog::info("end of input: finishing {} request(s) already read",
+                                   session.calls_in_flight());
+                    }
+                    session.when_idle([&] {
+                      asio::post(io, [&] { begin_shutdown("end of input"); });
+                    });
                   });
   io.run();
   // In the real process (it owns the signals) every run and zygote has been killed and reaped by

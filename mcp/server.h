@@ -19,8 +19,9 @@ struct ServerHooks {
   bool handle_signals = true;               // SIGTERM/SIGINT/SIGHUP end the server
 };
 
-// Serves MCP over `fds` until end of input or a termination signal; then stops accepting work,
-// ends every run (Engine::shutdown) and returns 0, within 2 s.
+// Serves MCP over `fds`. At end of input, finishes the calls already read, then stops; on a
+// termination signal stops at once: stops accepting work, ends every run (Engine::shutdown) and
+// returns 0, within 2 s.
 int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks = {});
 
 // --run FILE: one run through the same engine; the result text goes to `out`. Returns the

@@ -46,6 +46,15 @@ struct SessionState : std::enable_shared_from_this<SessionState> {
   bool accepting = true;
   LogLevel log_level;
   std::map<std::string, std::shared_ptr<CallImpl>> calls;  // by serialized id
+  std::vector<std::function<void()>> idle_waiters;  // Session::when_idle
+
+  // Runs the idle waiters once no call is in flight.
+  void notify_if_idle() {
+    if (!calls.empty() || idle_waiters.empty()) return;
+    auto waiters = std::move(idle_waiters);
+    idle_waiters.clear();
+    for (auto& waiter : waiters) waiter();
+  }
 
   void send(const json& message) { sink(rpc::serialize(message)); }
   Reply direct_reply();
@@ -117,6 +126,7 @@ class CallImpl final : public ToolCall, public std::enable_shared_from_this<Call
     done_ = true;
     detach();
     reply_(std::nullopt);
+    if (auto state = state_.lock()) state->notify_if_idle();
   }
 
   void abandon(json error_response) {
@@ -130,6 +140,7 @@ class CallImpl final : public ToolCall, public std::enable_shared_from_this<Call
     done_ = true;
     detach();
     reply_(std::move(response));
+    if (auto state = state_.lock()) state->notify_if_idle();
   }
 
   void detach() {
@@ -461,6 +472,11 @@ bool Session::initialized() const { return state_->initialized; }
 const std::string& Session::protocol_version() const { return state_->version; }
 
 std::size_t Session::calls_in_flight() const { return state_->calls.size(); }
+
+void Session::when_idle(std::function<void()> callback) {
+  state_->idle_waiters.push_back(std::move(callback));
+  state_->notify_if_idle();
+}
 
 void Session::stop_accepting_and_cancel() {
   state_->accepting = false;

@@ -57,6 +57,10 @@ class Session {
   const std::string& protocol_version() const;  // "" before initialize
   std::size_t calls_in_flight() const;
 
+  // Runs `callback` once no call is in flight: now, or right after the last one is answered.
+  // (End of input: the requests already read are finished before the server stops.)
+  void when_idle(std::function<void()> callback);
+
   // Shutdown, step 1: refuse new requests and ask every running call to stop; their results
   // (with the output so far) are still sent when they arrive.
   void stop_accepting_and_cancel();

@@ -438,3 +438,28 @@ TEST_CASE("a call outliving its session is harmless") {
   survivor->finish({{"content", json::array()}});
   CHECK_FALSE(survivor->cancelled());
 }
+
+TEST_CASE("when_idle runs once the last call in flight is answered (or suppressed), after its response") {
+  Harness h;
+  h.initialize();
+  int idle = 0;
+  h.session->when_idle([&] { ++idle; });
+  CHECK(idle == 1);  // nothing in flight: at once
+
+  h.request(1, "tools/call", {{"name", "slow"}});
+  h.request(2, "tools/call", {{"name", "slow"}});
+  std::size_t responses_when_idle = 0;
+  h.session->when_idle([&] {
+    ++idle;
+    responses_when_idle = h.out.size();
+  });
+  REQUIRE(h.pending.calls.size() == 2);
+  h.pending.calls[0]->finish({{"content", json::array()}});
+  CHECK(idle == 1);
+  h.notify("notifications/cancelled", {{"requestId", 2}});  // suppressed: no response
+  CHECK(idle == 2);
+  CHECK(responses_when_idle == 1);  // the answered call's response went out first
+  CHECK(h.take()["id"] == 1);
+  h.pending.calls[1]->finish({{"content", json::array()}});
+  CHECK(idle == 2);  // once only
+}
