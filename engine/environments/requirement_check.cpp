@@ -14,7 +14,7 @@ namespace {
 // Runs inside the interpreter being checked (python -I -c, argv[1] = JSON request). Reads only
 // metadata files; imports nothing of the distributions themselves. Works on 3.9+.
 constexpr std::string_view kProbe = R"PY(
-import importlib, json, re, sys
+import importlib, json, os, re, sys
 from importlib import metadata as md
 req = json.loads(sys.argv[1])
 sys.path[0:0] = req.get("paths", [])
@@ -88,6 +88,16 @@ def imports(d):
                 names.append(parts[0].split(".")[0])
             elif len(parts) == 2 and parts[1] == "__init__.py":
                 names.append(parts[0])
+    if not names:
+        # Metadata alone (e.g. Debian's single-file .egg-info): the module named after the
+        # distribution, when it sits beside the metadata.
+        try:
+            base = str(d.locate_file(""))
+            for n in {d.metadata["Name"], re.sub(r"[-.]+", "_", d.metadata["Name"]).lower()}:
+                if os.path.isfile(os.path.join(base, n, "__init__.py")) or os.path.isfile(os.path.join(base, n + ".py")):
+                    names.append(n)
+        except Exception:
+            pass
     out = []
     for n in names:
         if n and n.isidentifier() and not n.startswith("_") and n not in SKIP and n not in out:

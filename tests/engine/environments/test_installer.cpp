@@ -269,6 +269,17 @@ TEST_CASE("Debian's python3-numpy satisfies numpy for /usr/bin/python3", "[insta
   CHECK(contains(check.statuses[4].import_names, "pandas"));
 }
 
+TEST_CASE("a distribution with metadata alone has the module named after it as import name",
+          "[installer][requirements]") {
+  // Debian's python3-sympy ships a single-file .egg-info: no top_level.txt, no file list.
+  auto check = engine::check_requirements(debian_python(), reqs({"sympy", "scikit-learn", "beautifulsoup4"}));
+  REQUIRE(check.statuses.size() == 3);
+  for (const auto& status : check.statuses) REQUIRE(status.satisfied);
+  CHECK(check.statuses[0].import_names == std::vector<std::string>{"sympy"});
+  CHECK(check.statuses[1].import_names == std::vector<std::string>{"sklearn"});
+  CHECK(contains(check.statuses[2].import_names, "bs4"));
+}
+
 // ---- the installer itself
 
 TEST_CASE("pip installs a dependency chain offline, sandboxed, into the target only", "[installer]") {
