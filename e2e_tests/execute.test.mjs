@@ -288,20 +288,48 @@ print(os.path.exists('/root/.bashrc'), os.path.exists('/var/log'), os.path.exist
 });
 
 describe('execute_python with --sandbox-backend none', () => {
-  test('runs and says it is unsandboxed', async () => {
+  test('runs, says it is unsandboxed, and leaves nothing running', async () => {
     const conn = await connect(['--sandbox-backend', 'none']);
     try {
       const { sc, result } = await run(conn.client, "import os\nprint('hi', os.listdir('.'))");
       assert.equal(result.isError ?? false, false);
       assert.equal(sc.stdout, 'hi []\n');
       assert.equal(sc.sandbox, 'none (unsandboxed)');
+      // Killed at its deadline: the child, and the daemon that left the run's session.
       const marker = `mpes-e2e-none-${randomUUID()}`;
       const t = await run(conn.client, treeScript(marker), { timeout_seconds: 1 });
       assert.equal(t.sc.timed_out, true);
       assert.equal(t.sc.stdout, 'partial\n');
+      await assertNoSurvivors(marker);
+      // Ending by itself: what it started ends with it.
+      const ended = `mpes-e2e-none-end-${randomUUID()}`;
+      const e = await run(conn.client, treeScript(ended).replace('time.sleep(600)\n', 'pass\n'));
+      assert.equal(e.sc.exit_code, 0, e.text);
+      await assertNoSurvivors(ended);
+      // Cancelled: the same.
+      const cancelled = `mpes-e2e-none-cancel-${randomUUID()}`;
+      const controller = new AbortController();
+      const pending = run(conn.client, treeScript(cancelled), { timeout_seconds: 60 }, { signal: controller.signal });
+      for (let i = 0; i < 200 && !processesWith(`${cancelled}-daemon`); i++) await sleep(25);
+      assert.ok(processesWith(`${cancelled}-daemon`), 'the run started its processes');
+      controller.abort();
+      await assert.rejects(pending);
+      await assertNoSurvivors(cancelled);
     } finally {
       await conn.client.close();
     }
+  });
+
+  test('a run in flight when the server stops leaves nothing running', async () => {
+    const conn = await connect(['--sandbox-backend', 'none']);
+    const marker = `mpes-e2e-none-stop-${randomUUID()}`;
+    const pending = run(conn.client, treeScript(marker), { timeout_seconds: 60 }).catch(() => null);
+    for (let i = 0; i < 200 && !processesWith(`${marker}-daemon`); i++) await sleep(25);
+    assert.ok(processesWith(`${marker}-daemon`), 'the run started its processes');
+    process.kill(conn.transport.pid, 'SIGTERM');
+    await conn.client.close();
+    await pending;
+    await assertNoSurvivors(marker);
   });
 });
 

@@ -7,7 +7,8 @@
 //     init: cgroup join, id maps, mounts; fork --> script process: rlimits, identity, seccomp,
 //           runner stub (the script); init then only reaps and reports the script's status
 //           through a per-run status pipe, so a script dying of a signal is reported as such.
-// With the none backend the script process is a plain fork, in a fresh temporary work dir.
+// With the none backend: zygote --fork--> init (a subreaper, in a fresh temporary work dir)
+//   --fork--> script process; when the script ends the init kills what the run left running.
 //
 // No spdlog here: diagnostics go to stderr, which the server reads and logs.
 #include <dirent.h>
@@ -188,6 +189,55 @@ void write_record(const StatusRecord& record) {
   ::_exit(kSetupFailedExit);
 }
 
+// The children of `parent` (from /proc/PID/stat, which every kernel has).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> found;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return found;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const std::string path = std::string("/proc/") + e->d_name + "/stat";
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) continue;
+    char buf[512];
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    // "pid (comm) state ppid ...": comm may hold anything, ')' included.
+    const char* close = std::strrchr(buf, ')');
+    char state = 0;
+    int ppid = 0;
+    if (close == nullptr || std::sscanf(close + 1, " %c %d", &state, &ppid) != 2) continue;
+    if (ppid == parent) found.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+  }
+  ::closedir(dir);
+  return found;
+}
+
+// Kills every child of this process, and those re-parented to it meanwhile (it is a
+// subreaper), until it has none left. Bounded: a process that cannot be killed is waited for
+// 10 s at most.
+void kill_children_until_none() {
+  const pid_t self = ::getpid();
+  for (int round = 0; round < 10000; ++round) {
+    for (const pid_t child : children_of(self)) ::kill(child, SIGKILL);
+    bool reaped = false;
+    for (;;) {
+      const pid_t p = ::waitpid(-1, nullptr, WNOHANG);
+      if (p > 0) {
+        reaped = true;
+        continue;
+      }
+      if (p < 0 && errno == ECHILD) return;
+      break;
+    }
+    if (!reaped) ::usleep(1000);
+  }
+}
+
+volatile sig_atomic_t g_terminate = 0;
+void note_terminate(int) { g_terminate = 1; }
+
 class Zygote {
  public:
   Zygote(Options options, std::optional<engine::LibPython> python)
@@ -208,7 +258,7 @@ class Zygote {
   // A run's child forked ahead of its run: namespaces, mounts and the runner's preparation are
   // done, the script's process waits on the hand-off socket for the run's fds.
   struct Spare {
-    pid_t pid = -1;        // the run's init (native) or script process (none)
+    pid_t pid = -1;        // the run's init
     UniqueFd pidfd;
     UniqueFd handoff;      // our end of the hand-off socket
     UniqueFd status;       // read end of the run's status pipe
@@ -230,9 +280,12 @@ class Zygote {
   void send_exited(Child& child, z::ExitedMessage exited);
   void refuse(std::uint64_t run_id, const std::string& reason);
   [[noreturn]] void run_init(const sandbox::ChildSpec& spec);
+  [[noreturn]] void run_plain_init(const sandbox::ChildSpec& spec, const std::string& work_dir);
+  void kill_strays();
   [[noreturn]] void run_script(sandbox::ChildSpec spec);
   void kill_all_children();
-  void reap_spare(pid_t pid, int status);
+  // False when `pid` was no spare (a stray of an unsandboxed run, re-parented to us).
+  bool reap_spare(pid_t pid, int status);
 
   Options options_;
   std::optional<engine::LibPython> py_;  // empty on the spawn path
@@ -345,11 +398,13 @@ int Zygote::start() {
     if (fds[1].revents != 0) reap();
     if (fds[0].revents != 0) handle_control();
   }
-  // Stopping: every run was killed; reap them all before leaving.
+  // Stopping: every run was killed; reap them all before leaving (unsandboxed: and whatever
+  // of theirs was re-parented to us).
   while (!children_.empty() || !spares_.empty() || !abandoned_.empty()) {
     reap();
     if (!children_.empty() || !spares_.empty() || !abandoned_.empty()) ::usleep(1000);
   }
+  if (!options_.isolate) kill_children_until_none();
   return 0;
 }
 
@@ -464,12 +519,7 @@ bool Zygote::create_spare() {
       ::_exit(kSetupFailedExit);
     }
     if (options_.isolate) run_init(spec);
-    // Unsandboxed: the script's process is this one, in its own process group so that the
-    // zygote can kill what it leaves behind, and it dies with the zygote.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::chdir(work_dir.c_str()) != 0) setup_failed("chdir to the work dir failed");
-    ::setsid();
-    run_script(spec);
+    run_plain_init(spec, work_dir);
   }
   const int fork_errno = errno;
   if (py_) py_->PyOS_AfterFork_Parent();
@@ -573,6 +623,64 @@ void Zygote::run_init(const sandbox::ChildSpec& spec) {
   }
 }
 
+// Unsandboxed runs: the same init as a native run's, without namespaces. It is the subreaper
+// of everything the run starts (a daemon that leaves the run's session is still its
+// descendant), reports the script's end, then kills whatever the run left running. If the
+// zygote dies, SIGTERM makes it do the same.
+void Zygote::run_plain_init(const sandbox::ChildSpec& spec, const std::string& work_dir) {
+  struct sigaction on_term {};
+  on_term.sa_handler = note_terminate;  // no SA_RESTART: wait4 returns EINTR
+  sigemptyset(&on_term.sa_mask);
+  ::sigaction(SIGTERM, &on_term, nullptr);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() == 1) ::_exit(kSetupFailedExit);  // the zygote is already gone
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (::chdir(work_dir.c_str()) != 0) setup_failed("chdir to the work dir failed");
+  const pid_t script = ::fork();
+  if (script < 0) setup_failed("fork of the script process failed");
+  if (script == 0) {
+    ::signal(SIGTERM, SIG_DFL);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with its init
+    ::setsid();
+    run_script(spec);
+  }
+
+  for (int fd = 0; fd < kStatusFd; ++fd) ::close(fd);
+  StatusRecord record;
+  record.kind = StatusRecord::script_exited;
+  for (;;) {
+    int status = 0;
+    rusage usage{};
+    const pid_t p = ::wait4(-1, &status, 0, &usage);
+    if (p > 0) {
+      record.user_cpu_us += usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
+      record.system_cpu_us += usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
+      record.max_rss_kb = std::max<std::int64_t>(record.max_rss_kb, usage.ru_maxrss);
+    }
+    if (p == script) {
+      record.wait_status = status;
+      write_record(record);  // the zygote answers from this
+      kill_children_until_none();
+      ::_exit(0);
+    }
+    if (p < 0 && errno == EINTR && g_terminate) {
+      ::kill(script, SIGKILL);
+      kill_children_until_none();
+      ::_exit(kSetupFailedExit);
+    }
+    if (p < 0 && errno != EINTR) ::_exit(kSetupFailedExit);
+  }
+}
+
+// Unsandboxed: processes re-parented to the zygote (their run's init was killed) are killed.
+void Zygote::kill_strays() {
+  for (const pid_t pid : children_of(::getpid())) {
+    if (children_.count(pid) != 0 || abandoned_.count(pid) != 0) continue;
+    if (std::any_of(spares_.begin(), spares_.end(), [pid](const Spare& s) { return s.pid == pid; })) continue;
+    ::kill(pid, SIGKILL);
+  }
+}
+
 void Zygote::run_script(sandbox::ChildSpec spec) {
   if (py_) py_->PyOS_AfterFork_Child();  // first: reinitialises the interpreter's locks, reseeds random
   try {
@@ -652,20 +760,23 @@ void Zygote::reap() {
   signalfd_siginfo info;
   while (::read(signal_fd_.get(), &info, sizeof info) > 0) {
   }
+  bool strays = false;  // unsandboxed: processes of a run that is over may be our children
   for (;;) {
     int status = 0;
     rusage usage{};
     const pid_t pid = ::wait4(-1, &status, WNOHANG, &usage);
-    if (pid <= 0) return;
+    if (pid <= 0) break;
     auto it = children_.find(pid);
     if (it == children_.end()) {
-      reap_spare(pid, status);
+      if (!reap_spare(pid, status)) strays = true;  // one of them: its children are ours now
       continue;
     }
     Child& child = it->second;
     read_status(child);
     if (!options_.isolate) {
-      ::kill(-pid, SIGKILL);  // what the script left in its process group
+      // An init that did not end by itself (killed at a deadline) left the run's processes to
+      // us, their subreaper.
+      if (!WIFEXITED(status)) strays = true;
       if (!child.work_dir.empty()) ::nftw(child.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
     if (!child.reported) {
@@ -681,6 +792,7 @@ void Zygote::reap() {
     }
     children_.erase(it);
   }
+  if (strays && !options_.isolate) kill_strays();
 }
 
 // Reads what a run's status pipe holds; on the init's record of the script's end, answers
@@ -726,7 +838,7 @@ void Zygote::send_exited(Child& child, z::ExitedMessage exited) {
 }
 
 // A spare that died before taking a run: say why in the log (the next run forks a new one).
-void Zygote::reap_spare(pid_t pid, int status) {
+bool Zygote::reap_spare(pid_t pid, int status) {
   Spare spare;
   const auto waiting = std::find_if(spares_.begin(), spares_.end(), [pid](const Spare& s) { return s.pid == pid; });
   if (waiting != spares_.end()) {
@@ -736,7 +848,7 @@ void Zygote::reap_spare(pid_t pid, int status) {
     spare = std::move(it->second);
     abandoned_.erase(it);
   } else {
-    return;
+    return false;
   }
   std::string why = WIFEXITED(status)     ? "exited with status " + std::to_string(WEXITSTATUS(status))
                     : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
@@ -748,17 +860,14 @@ void Zygote::reap_spare(pid_t pid, int status) {
   }
   if (!stopping_) log("a prepared run child died before its run: " + why);
   spare_error_ = "the run's sandbox could not be set up: " + why;
-  if (!options_.isolate) {
-    ::kill(-pid, SIGKILL);
-    if (!spare.work_dir.empty()) ::nftw(spare.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (!options_.isolate && !spare.work_dir.empty()) {
+    ::nftw(spare.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   }
+  return true;
 }
 
 void Zygote::kill_all_children() {
-  for (const auto& [pid, child] : children_) {
-    ::kill(pid, SIGKILL);
-    if (!options_.isolate) ::kill(-pid, SIGKILL);
-  }
+  for (const auto& [pid, child] : children_) ::kill(pid, SIGKILL);
   for (auto& spare : spares_) {
     spare.handoff.reset();  // its script process sees EOF and leaves
     ::kill(spare.pid, SIGKILL);
@@ -783,7 +892,11 @@ int main(int argc, char** argv) {
   }
   ::fcntl(z::kControlFd, F_SETFD, FD_CLOEXEC);
   ::syscall(SYS_close_range, z::kControlFd + 1, ~0U, 0U);
-  if (!options.isolate) ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // bwrap does it otherwise
+  if (!options.isolate) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // bwrap does it otherwise
+    // What an unsandboxed run leaves behind when its init is killed comes to us, to be killed.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
 
   ::setenv("PYTHONHOME", options.home.c_str(), 1);
   ::setenv("PYTHONIOENCODING", "utf-8", 1);
