@@ -143,11 +143,12 @@ describe('execute_python (native sandbox)', () => {
     ].join('\n'));
   });
 
-  test('the script runs as __main__ in a fresh, empty work dir with a minimal environment', async () => {
+  test('the script runs as __main__ from script.py in a fresh work dir with a minimal environment', async () => {
     const { sc } = await run(conn.client, `
 import json, os, subprocess, sys
 print(json.dumps({
-  'name': __name__, 'argv': sys.argv, 'cwd': os.getcwd(), 'listing': os.listdir('.'),
+  'name': __name__, 'argv': sys.argv, 'cwd': os.getcwd(), 'listing': os.listdir('.'), 'file': __file__,
+  'source': open(__file__).read().count('subprocess'),
   'env': dict(os.environ), 'stdin': sys.stdin.read(), 'uid': os.getuid(),
   'main_keys': sorted(k for k in globals() if not k.startswith('__')),
   'child_env': sorted(line.split('=')[0] for line in
@@ -157,7 +158,10 @@ print(json.dumps({
     const info = JSON.parse(sc.stdout);
     assert.equal(info.name, '__main__');
     assert.deepEqual(info.argv, ['script.py']);
-    assert.deepEqual(info.listing, []);
+    // As for `python3 script.py`: the script is a file in its work dir, and nothing else is.
+    assert.deepEqual(info.listing, ['script.py']);
+    assert.equal(info.file, `${info.cwd}/script.py`);
+    assert.equal(info.source, 3);
     assert.equal(info.stdin, '');
     assert.notEqual(info.uid, 0);
     assert.deepEqual(info.main_keys, ['json', 'os', 'subprocess', 'sys']);
@@ -264,7 +268,7 @@ import builtins, json, os
 print(os.path.exists('/tmp/${marker}'), os.listdir('.'), os.listdir('/tmp'),
       hasattr(builtins, 'leaked'), hasattr(json, 'leaked'))
 `);
-    assert.equal(second.sc.stdout, 'False [] [] False False\n');
+    assert.equal(second.sc.stdout, "False ['script.py'] [] False False\n");
   });
 
   test('two runs never draw the same random numbers', async () => {
@@ -293,7 +297,7 @@ describe('execute_python with --sandbox-backend none', () => {
     try {
       const { sc, result } = await run(conn.client, "import os\nprint('hi', os.listdir('.'))");
       assert.equal(result.isError ?? false, false);
-      assert.equal(sc.stdout, 'hi []\n');
+      assert.equal(sc.stdout, "hi ['script.py']\n");
       assert.equal(sc.sandbox, 'none (unsandboxed)');
       // Killed at its deadline: the child, and the daemon that left the run's session.
       const marker = `mpes-e2e-none-${randomUUID()}`;
@@ -463,6 +467,33 @@ describe('--preload', () => {
       assert.equal(a.sc.exit_code, 0, a.text);
       assert.notEqual(a.sc.stdout, b.sc.stdout);
       assert.match(conn.stderr(), /no_such_module_mpes/);
+    } finally {
+      await conn.client.close();
+    }
+  });
+
+  test('a preload is the state the script would have made itself, or is not kept', async () => {
+    // `this` prints when imported: preloaded, its output would never reach a run. It is
+    // dropped, and the script's own import prints it as under python3. matplotlib.pyplot
+    // (its package half-imported once by a zygote without a writable home) is whole.
+    const conn = await connect(['--preload', 'this', '--preload', 'matplotlib.pyplot']);
+    try {
+      const zen = await run(conn.client, "import sys\nprint('this' in sys.modules)\nimport this\n");
+      assert.equal(zen.sc.exit_code, 0, zen.text);
+      assert.match(zen.sc.stdout, /^False\nThe Zen of Python, by Tim Peters\n\nBeautiful is better than ugly\./);
+      assert.match(conn.stderr(), /preload this skipped: it writes output when imported/);
+      const mpl = await run(conn.client, [
+        'import sys',
+        "print('matplotlib.pyplot' in sys.modules, 'matplotlib.colors' in sys.modules)",
+        'import matplotlib',
+        "matplotlib.use('Agg')",
+        'import matplotlib.pyplot as plt',
+        'fig, ax = plt.subplots()',
+        'print(matplotlib.colors.to_hex("red"), matplotlib.get_configdir())',
+      ].join('\n'));
+      assert.equal(mpl.sc.exit_code, 0, mpl.text);
+      assert.equal(mpl.sc.stdout, 'True True\n#ff0000 /home/sandbox/.config/matplotlib\n');
+      assert.equal(mpl.sc.stderr, '');
     } finally {
       await conn.client.close();
     }

@@ -1,5 +1,10 @@
 # Per-run runner stub: defined in the zygote; _mpes_prepare() runs in a run's child forked ahead
-# of its run, _mpes_run() once the run has arrived and the sandbox is locked down.
+# of its run; once the run has arrived and the sandbox is locked down, _mpes_begin() and the
+# steps it returns, then _mpes_finish() or _mpes_failed() (_mpes_run() on the spawn path).
+
+# The names the interpreter gives a fresh __main__ (the runner is the first code run in it), in
+# order: every run's __main__ starts with exactly these.
+_MPES_MAIN_NAMES = tuple(name for name in globals() if name.startswith("__"))
 
 # The result channel (engine/execution/result_channel.h): frames of a u32 little-endian payload length, a
 # u8 type and the payload, on this fd, for the value of the last expression, figures, notes and
@@ -15,6 +20,12 @@ _MPES_CHANNEL = False  # the channel is usable (until a write to it fails)
 _MPES_SENT = False  # a frame was sent: the end record must follow
 _MPES_FIGURES = None  # per run: what was done with the figures so far
 _MPES_NEXT_UNRAISABLEHOOK = None  # per run: the hook ours hands over to while atexit runs
+_MPES_COMPILE_ERROR = None  # per run: the script's SyntaxError
+_MPES_SOURCE_FOR_ERRORS = None  # per run: the script's bytes, kept only when it does not compile
+_MPES_ENV_EXTRA = ()  # what preloads added to the environment
+_MPES_VALUE = None  # per run: the value of the last step (set by the zygote)
+_MPES_ERROR = None  # per run: the exception a step raised (set by the zygote)
+_MPES_PRELOAD_ENV = None  # the environment preloads were imported with
 # Compiler flags: ast.PyCF_ONLY_AST, ast.PyCF_ALLOW_TOP_LEVEL_AWAIT (without importing ast);
 # inspect.CO_COROUTINE.
 _MPES_ONLY_AST = 0x400
@@ -22,31 +33,57 @@ _MPES_TOP_LEVEL_AWAIT = 0x2000
 _MPES_CO_COROUTINE = 0x80
 
 
+def _mpes_standard_streams():
+    # As CPython's create_stdio makes them for a non-interactive process, with
+    # PYTHONIOENCODING=utf-8: the raw files named "<stdin>"..., buffered with the block size
+    # of the runs' fds (pipes and /dev/null: 4096), "\n" newlines, stderr line-buffered with
+    # backslashreplace.
+    import io
+    streams = []
+    for fd, name, errors in ((0, "<stdin>", "strict"), (1, "<stdout>", "strict"),
+                             (2, "<stderr>", "backslashreplace")):
+        raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
+        raw.name = name
+        buffered = (io.BufferedReader if fd == 0 else io.BufferedWriter)(raw, 4096)
+        text = io.TextIOWrapper(buffered, encoding="utf-8", errors=errors, newline="\n",
+                                line_buffering=fd == 2)
+        text.mode = "r" if fd == 0 else "w"
+        streams.append(text)
+    return tuple(streams)
+
+
+def _mpes_run_environment(home):
+    # The environment every run gets (the zygote sets the same in each run's C environment).
+    import os
+    return {os.environ.encodekey(k): os.environ.encodevalue(v) for k, v in (
+        ("PATH", _MPES_RUN_PATH), ("HOME", home), ("TMPDIR", home), ("LANG", "C.UTF-8"),
+        ("PYTHONIOENCODING", "utf-8"), ("MPLBACKEND", "Agg"))}
+
+
 def _mpes_zygote_ready():
     # Once, in the zygote, after boot: the interpreter is put in the state every run starts
-    # from (environment, streams, argv, path, a pristine __main__), so that a run's child does
-    # not redo it. Page faults are what a run costs (copy-on-write of the zygote's pages), and
-    # what is done here once is not paid per run. The zygote itself runs no Python afterwards.
-    import builtins
+    # from (environment, argv, path), so that a run's child does not redo it. Page faults are
+    # what a run costs (copy-on-write of the zygote's pages), and what is done here once is not
+    # paid per run. The zygote itself runs no Python afterwards.
     import gc
     import os
     import sys
-    import types
 
-    global _MPES_MAIN
+    global _MPES_ENV_EXTRA
     work = _MPES_WORK_DIR or "/"
     env = os.environ
-    env._data = {env.encodekey(key): env.encodevalue(value) for key, value in (
-        ("PATH", _MPES_RUN_PATH), ("HOME", work), ("TMPDIR", work), ("LANG", "C.UTF-8"),
-        ("PYTHONIOENCODING", "utf-8"), ("MPLBACKEND", "Agg"))}
+    run_env = _mpes_run_environment(work)
+    # What preloads added to (or changed in) the environment stays, as it would have after the
+    # script imported them; the C environment of each run gets it too (_mpes_prepare).
+    _MPES_ENV_EXTRA = ()
+    if _MPES_PRELOAD_ENV is not None:
+        _MPES_ENV_EXTRA = tuple((k, v) for k, v in env._data.items()
+                                if _MPES_PRELOAD_ENV.get(k) != v and k not in (b"HOME", b"TMPDIR"))
+        run_env.update(_MPES_ENV_EXTRA)
+    env._data = run_env
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # computed again from TMPDIR
-    sys.stdin, sys.stdout, sys.stderr = _MPES_STREAMS
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = _MPES_STREAMS
-    main = types.ModuleType("__main__")
-    main.__builtins__ = builtins
-    _MPES_MAIN = main
     sys.argv = ["script.py"]
     sys.path.insert(0, work)
 
@@ -56,6 +93,12 @@ def _mpes_zygote_ready():
     global _MPES_EXPR, _MPES_EXPRESSION
     _MPES_EXPR = type(compile("0", "<mpes>", "exec", _MPES_ONLY_AST).body[0])
     _MPES_EXPRESSION = type(compile("0", "<mpes>", "eval", _MPES_ONLY_AST))
+    global _MPES_ASYNC_CALL, _MPES_MODULE, _MPES_BUILTINS, _MPES_SOURCE_LOADER
+    _MPES_ASYNC_CALL = compile("__mpes_async__()", "<string>", "eval")
+    # What each run's __main__ is made of (_mpes_prepare).
+    import builtins
+    from importlib.machinery import SourceFileLoader
+    _MPES_MODULE, _MPES_BUILTINS, _MPES_SOURCE_LOADER = type(sys), builtins, SourceFileLoader
     # Figures shown and then closed are captured by wrapping pyplot.show, at import time (the
     # finder is asked only about modules not imported yet, and answers only for pyplot).
     plt = sys.modules.get("matplotlib.pyplot")
@@ -80,13 +123,29 @@ def _mpes_prepare():
     _mpes_zygote = False
     sys.dont_write_bytecode = False
     work = os.getcwd()
+    env = os.environ
     if work != _MPES_WORK_DIR:  # unsandboxed runs each get their own temporary directory
-        env = os.environ
         env._data[env.encodekey("HOME")] = env._data[env.encodekey("TMPDIR")] = env.encodevalue(work)
         sys.path[0] = work
-    # The script as a path that exists for this run's processes: multiprocessing's spawn and
-    # forkserver start fresh interpreters that re-import __main__ from its file.
-    _MPES_MAIN.__file__ = f"/proc/{os.getpid()}/fd/3"
+    for key, value in _MPES_ENV_EXTRA:
+        os.putenv(key, value)
+    # A fresh __main__ with the names the interpreter gives one, in its order. Made here, not
+    # in the zygote: the collector must be able to free it at the end (the zygote's objects
+    # are frozen).
+    global _MPES_MAIN
+    main = _MPES_MODULE("__main__")
+    for name in _MPES_MAIN_NAMES:
+        if name == "__builtins__":
+            main.__builtins__ = _MPES_BUILTINS
+        elif name == "__annotations__":
+            main.__annotations__ = {}
+    _MPES_MAIN = main
+    # The script is a file in the work dir, as for `python3 script.py`: __file__, relative
+    # imports of what it writes next to itself, multiprocessing's spawn re-importing it.
+    path = work + "/script.py"
+    main.__file__ = path
+    main.__cached__ = None
+    main.__loader__ = _MPES_SOURCE_LOADER("__main__", path)
 
     # What every run does (decode and compile a script) once now, on a one-line script: the
     # allocator's pages shared with the zygote get their copy-on-write copies here rather than
@@ -96,11 +155,13 @@ def _mpes_prepare():
     _mpes_compile(b"print('warm')\n")
 
 
-def _mpes_run():
+def _mpes_begin():
     # The run has arrived: fd 3 holds the script (a sealed memfd), fds 0/1/2 are /dev/null and
-    # the run's pipes. Runs the script as __main__ of a fresh module, like `python script.py`,
-    # then exits the process itself: nothing of ours runs after the script and its atexit
-    # handlers.
+    # the run's pipes. Writes the script into the work dir, compiles it as __main__ of a fresh
+    # module and returns the steps that run it: (code, globals) pairs that the zygote evaluates
+    # from C, so that the script's frame is the bottom of the stack as in `python3 script.py`.
+    # Then _mpes_finish() (the last step's value in _MPES_VALUE) or _mpes_failed() (the
+    # exception in _MPES_ERROR) ends the run.
     import os
     import sys
 
@@ -111,8 +172,8 @@ def _mpes_run():
             break
         chunks.append(chunk)
     source = b"".join(chunks)
-    os.set_inheritable(3, False)  # stays open (it is __main__.__file__), but not in subprocesses
-    global _MPES_CHANNEL
+    os.close(3)
+    global _MPES_CHANNEL, _MPES_COMPILE_ERROR
     try:
         os.set_inheritable(_MPES_RESULT_FD, False)
         _MPES_CHANNEL = True
@@ -120,44 +181,89 @@ def _mpes_run():
         _MPES_CHANNEL = False
 
     main = _MPES_MAIN
-    zygote_main = sys.modules["__main__"]  # keeps our own globals alive while we run
+    try:
+        fd = os.open(main.__file__, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            view = memoryview(source)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # a full work dir: the script still runs, from memory
     sys.modules["__main__"] = main
 
-    # Tracebacks show the user's source lines although no script.py file exists.
-    import linecache
     try:
-        from importlib.util import decode_source
-        text = decode_source(source)
-    except Exception:
-        text = source.decode("utf-8", "replace")
-    linecache.cache["script.py"] = (len(text), None, text.splitlines(True), "script.py")
+        code, expr = _mpes_compile(source)
+    except (SyntaxError, ValueError) as e:  # ValueError: null bytes, before 3.11.1
+        # As `python3 script.py` shows it: no traceback, the offending line.
+        global _MPES_SOURCE_FOR_ERRORS
+        _MPES_SOURCE_FOR_ERRORS = source
+        if not isinstance(e, SyntaxError):
+            e = SyntaxError(str(e))
+        e.__traceback__ = None
+        _MPES_COMPILE_ERROR = e
+        return ()
+    namespace = main.__dict__
+    if (code is not None and code.co_flags & _MPES_CO_COROUTINE) or (
+            expr is not None and expr.co_flags & _MPES_CO_COROUTINE):
+        # Top-level await: asyncio runs the script (python3 cannot run it at all).
+        import builtins
+        call = {"__builtins__": builtins, "__mpes_async__": lambda: _mpes_execute(code, expr, namespace)}
+        return ((_MPES_ASYNC_CALL, call),)
+    steps = ()
+    if code is not None:
+        steps += ((code, namespace),)
+    if expr is not None:
+        steps += ((expr, namespace),)
+    return steps
+
+
+def _mpes_run():
+    # The spawn path (no zygote to evaluate the steps from C): the same steps, evaluated here.
+    global _MPES_VALUE, _MPES_ERROR
+    steps = _mpes_begin()
+    try:
+        for code, namespace in steps:
+            _MPES_VALUE = eval(code, namespace)
+    except BaseException as e:
+        _MPES_ERROR = e
+    steps = code = namespace = None
+    if _MPES_ERROR is not None:
+        _mpes_failed()
+    _mpes_finish()
+
+
+def _mpes_finish():
+    global _MPES_VALUE
+    value, _MPES_VALUE = _MPES_VALUE, None
+    _mpes_end(None, value)
+
+
+def _mpes_failed():
+    global _MPES_ERROR
+    error, _MPES_ERROR = _MPES_ERROR, None
+    _mpes_end(error, None)
+
+
+def _mpes_end(error, value):
+    # What `python3 script.py` does after the script: report an uncaught exception (or the
+    # SystemExit), wait for threads, run atexit, flush, finalize __main__, exit. Also sends
+    # the value and the figures. Exits the process itself: nothing of ours runs afterwards.
+    import os
+    import sys
 
     code = 0
-    compiled = None
-    try:
-        compiled = _mpes_compile(source)
-    except SyntaxError as e:
-        # As `python script.py` shows it: no traceback, the offending line.
-        e.__traceback__ = None
-        if e.text is None and e.filename == "script.py" and e.lineno:
-            e.text = linecache.getline("script.py", e.lineno) or None
-        _mpes_print_exception(e)
-        code = 1
-    except (ValueError, UnicodeDecodeError) as e:  # e.g. null bytes, undecodable source
-        print(f"SyntaxError: {e}", file=sys.stderr)
-        code = 1
-    value = None
-    if compiled is not None:
-        try:
-            value = _mpes_execute(compiled[0], compiled[1], main.__dict__)
-        except SystemExit as e:
-            code = _mpes_exit_code(e)
-        except BaseException as e:
-            e.__traceback__ = _mpes_user_traceback(e.__traceback__)
-            _mpes_print_exception(e)
-            code = 1
-            if isinstance(e, KeyboardInterrupt):
-                code = -2
+    sigint = False
+    if _MPES_COMPILE_ERROR is not None:
+        code = _mpes_report(_mpes_syntax_error(_MPES_COMPILE_ERROR))
+    elif isinstance(error, SystemExit):
+        code = _mpes_exit_status(error)
+    elif error is not None:
+        error.__traceback__ = _mpes_user_traceback(error.__traceback__)
+        sigint = isinstance(error, KeyboardInterrupt)
+        code = _mpes_report(error)
+    error = None
     if value is not None:
         _mpes_send_value(value)
         value = None
@@ -166,46 +272,124 @@ def _mpes_run():
         _mpes_send_figures()
     code = _mpes_shutdown(code)
     if _MPES_SENT:  # a run that sent nothing (the common case) needs no end record either
-        _mpes_send_end(code)
-    del zygote_main
-    if code == -2:  # like CPython: die of SIGINT after an uncaught KeyboardInterrupt
+        _mpes_send_end(-2 if sigint else code)
+    if sigint:  # like CPython: die of SIGINT after an uncaught KeyboardInterrupt
         import signal
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
-    os._exit(code & 0xFF if code >= 0 else 1)
+    os._exit(code & 0xFF)
 
 
-def _mpes_print_exception(e):
-    import sys
-    if sys.excepthook is sys.__excepthook__:
-        # The pure-Python printer reads source lines through linecache, where the runner put
-        # the script (there is no script.py file for the C printer to open).
-        import traceback
+def _mpes_syntax_error(e):
+    # compile() words two errors differently from python3 reading a file: null bytes, and
+    # bytes that are not UTF-8 in a script that declares no encoding.
+    msg = e.msg if isinstance(getattr(e, "msg", None), str) else ""
+    source = _MPES_SOURCE_FOR_ERRORS
+    if "null bytes" in msg and source is not None and b"\0" in source:
+        line_no = source.count(b"\n", 0, source.index(b"\0")) + 1
+        text = source.split(b"\n")[line_no - 1].split(b"\0")[0].decode("utf-8", "replace")
+        err = SyntaxError("source code cannot contain null bytes", ("script.py", line_no, None, text + "\n"))
+        err.__traceback__ = None
+        return err
+    if msg.startswith("(unicode error)") and source is not None:
+        from tokenize import detect_encoding
         try:
-            traceback.print_exception(type(e), e, e.__traceback__)
-            return
-        except Exception:
-            pass
-    sys.excepthook(type(e), e, e.__traceback__)
+            declared = detect_encoding(iter(source.splitlines(True)).__next__)[0] != "utf-8"
+        except SyntaxError:
+            declared = True
+        if not declared:
+            for line_no, line in enumerate(source.split(b"\n"), 1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as bad:
+                    byte = line[bad.start]
+                    err = SyntaxError(f"Non-UTF-8 code starting with '\\x{byte:02x}' in file "
+                                      f"script.py on line {line_no}, but no encoding declared; "
+                                      "see https://peps.python.org/pep-0263/ for details")
+                    err.__traceback__ = None
+                    return err
+    return e
 
 
-def _mpes_exit_code(e):
+def _mpes_report(e):
+    # CPython's report of an uncaught exception (_PyErr_PrintEx): sys.last_* set, then
+    # sys.excepthook (the C printer by default, which reads the script's lines from its file);
+    # a hook that fails is reported with the original. Returns the exit status.
     import sys
-    c = e.code
-    if c is None:
-        return 0
-    if isinstance(c, int):
-        return c
+    kind, tb = type(e), e.__traceback__
+    sys.last_type, sys.last_value, sys.last_traceback = kind, e, tb
+    if sys.version_info >= (3, 12):
+        sys.last_exc = e
+    hook = getattr(sys, "excepthook", _mpes_report)
+    if hook is _mpes_report:
+        _mpes_write_stderr("sys.excepthook is missing\n")
+        sys.__excepthook__(kind, e, tb)
+        return 1
     try:
-        print(c, file=sys.stderr)
-    except Exception:
+        hook(kind, e, tb)
+    except SystemExit as exit_request:
+        return _mpes_exit_status(exit_request)
+    except BaseException as failure:
+        failure.__traceback__ = _mpes_without_runner_frames(failure.__traceback__)
+        try:
+            sys.stdout.flush()
+        except BaseException:
+            pass
+        _mpes_write_stderr("Error in sys.excepthook:\n")
+        sys.__excepthook__(type(failure), failure, failure.__traceback__)
+        _mpes_write_stderr("\nOriginal exception was:\n")
+        sys.__excepthook__(kind, e, tb)
+    return 1
+
+
+def _mpes_write_stderr(text):
+    # PySys_WriteStderr: sys.stderr, or file descriptor 2 when there is none.
+    import os
+    import sys
+    stream = getattr(sys, "stderr", None)
+    try:
+        if stream is not None:
+            stream.write(text)
+            return
+    except BaseException:
         pass
+    try:
+        os.write(2, text.encode("utf-8", "backslashreplace"))
+    except OSError:
+        pass
+
+
+def _mpes_exit_status(e):
+    # CPython's _Py_HandleSystemExit: None is 0; an int is cast to a C int (a value past a C
+    # long is -1); anything else is printed to stderr and is 1.
+    code = getattr(e, "code", e)
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        if not -(1 << 63) <= code < (1 << 63):
+            return -1
+        return ((code & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
+    import sys
+    stream = getattr(sys, "stderr", None)
+    if stream is not None:
+        try:
+            stream.write(str(code))
+        except BaseException:
+            pass
+    else:
+        try:
+            text = str(code)
+        except BaseException:
+            text = ""
+        _mpes_write_stderr(text)
+    _mpes_write_stderr("\n")
     return 1
 
 
 def _mpes_shutdown(code):
-    # What interpreter shutdown would do: wait for non-daemon threads, run atexit handlers,
-    # flush the standard streams.
+    # What interpreter shutdown does (Py_FinalizeEx): wait for non-daemon threads, run atexit
+    # handlers, flush the standard streams, finalize __main__ (objects still alive at exit get
+    # their __del__), flush again. A failed flush makes the status 120.
     import sys
     threading = sys.modules.get("threading")
     if threading is not None:
@@ -220,20 +404,110 @@ def _mpes_shutdown(code):
     try:
         import atexit
         atexit._run_exitfuncs()
-    except SystemExit as e:
-        code = _mpes_exit_code(e)
     except BaseException:
         pass
     finally:
         if sys.unraisablehook is _mpes_unraisablehook:
             sys.unraisablehook = _MPES_NEXT_UNRAISABLEHOOK
-    for stream in (sys.stdout, sys.stderr):
+    if not _mpes_flush_std(report=True):
+        code = 120
+    _mpes_finalize_main()
+    # What finalization printed: CPython flushes it when the streams are freed, silently.
+    _mpes_flush_std(report=False)
+    return code
+
+
+def _mpes_flush_std(report):
+    # flush_std_files: a failure to flush stdout is reported as unraisable, one of stderr not.
+    import sys
+    ok = True
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        if stream is None:
+            continue
+        try:
+            closed = bool(stream.closed)
+        except BaseException:
+            closed = False
+        if closed:
+            continue
         try:
             stream.flush()
-        except BaseException:
-            if stream is sys.stdout and code == 0:
-                code = 120  # CPython's status when flushing stdout fails at exit
-    return code
+        except BaseException as e:
+            ok = False
+            if report and name == "stdout":
+                try:
+                    head = f"Exception ignored in: {stream!r}\n"
+                except BaseException:
+                    head = "Exception ignored in: <object repr() failed>\n"
+                import traceback
+                _mpes_write_stderr(head + "".join(traceback.format_exception_only(type(e), e)))
+    return ok
+
+
+def _mpes_finalize_main():
+    # The part of finalize_modules a script can see: the standard streams are reset, sys.last_*
+    # cleared, every import fails (as it does in a finalizer at exit: a traceback printed then
+    # has no source lines, a warning no line), and __main__ is freed, its objects finalized
+    # (cycles by the collector, whose callbacks are not called then). If something still
+    # holds it, its globals are set to None as _PyModule_ClearDict does (names with one leading
+    # underscore first). Cheap when there is nothing to finalize: no write to shared pages that
+    # a run does not need (each costs a copy-on-write fault).
+    import builtins
+    import gc
+    import sys
+    import _weakref
+    global _MPES_MAIN
+    try:
+        if sys.stdin is not sys.__stdin__:
+            sys.stdin = sys.__stdin__
+        if sys.stdout is not sys.__stdout__:
+            sys.stdout = sys.__stdout__
+        if sys.stderr is not sys.__stderr__:
+            sys.stderr = sys.__stderr__
+        for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+            if getattr(sys, name, None) is not None:
+                setattr(sys, name, None)
+    except BaseException:
+        pass
+    main = _MPES_MAIN
+    _MPES_MAIN = None
+    importer = builtins.__import__
+    builtins.__import__ = _mpes_import_at_exit
+    callbacks = None
+    if gc.callbacks:
+        callbacks = gc.callbacks[:]
+        gc.callbacks.clear()
+    try:
+        alive = _weakref.ref(main)
+        if sys.modules.get("__main__") is main:
+            sys.modules["__main__"] = None
+        del main
+        gc.collect()
+        main = alive()
+        if main is not None:
+            names = main.__dict__
+            for first in (True, False):
+                for key in list(names):
+                    if not isinstance(key, str) or names.get(key) is None:
+                        continue
+                    if first and not (key[:1] == "_" and key[1:2] != "_"):
+                        continue
+                    if not first and key == "__builtins__":
+                        continue
+                    names[key] = None
+            del main, names
+            gc.collect()
+    except BaseException:
+        pass
+    builtins.__import__ = importer
+    if callbacks is not None:
+        gc.callbacks[:] = callbacks
+
+
+def _mpes_import_at_exit(name, *args, **kwargs):
+    # What an import meets once CPython has emptied sys.modules at exit.
+    raise ImportError("sys.meta_path is None, Python is likely shutting down")
 
 
 def _mpes_unraisablehook(args):
@@ -250,7 +524,7 @@ def _mpes_unraisablehook(args):
         hook(type(args)((args.exc_type, args.exc_value, tb, args.err_msg, args.object)))
         return
     # CPython's own report, printed with the pure-Python printer: it reads the script's lines
-    # through linecache (the C printer looks for a script.py file, which there is not).
+    # through linecache, as the C printer reads them from the file.
     import traceback
     try:
         head = f"{args.err_msg or 'Exception ignored in'}: {args.object!r}\n"
@@ -299,6 +573,14 @@ def _mpes_execute(code, expr, namespace):
         value = eval(expr, namespace)
         return (await value) if expr_async else value
     return asyncio.run(module())
+
+
+def _mpes_without_runner_frames(tb):
+    # A traceback from a call the runner made: the runner's own frames (file "<string>") left out.
+    while tb is not None and tb.tb_frame.f_code.co_filename == "<string>" and \
+            tb.tb_frame.f_code.co_name.startswith("_mpes"):
+        tb = tb.tb_next
+    return tb
 
 
 def _mpes_user_traceback(tb):
@@ -462,7 +744,10 @@ def _mpes_hook_show(plt):
 
 
 def _mpes_capture_figures():
-    # Renders the open figures not rendered yet, or changed since (stale), as PNG frames.
+    # Renders the open figures not rendered yet, or changed since, as PNG frames. What the
+    # script can see of a figure is left as it was: its `stale` flag, and nothing printed or
+    # logged while rendering. Changes after a render are noticed through the figure's stale
+    # callback (every change of an artist reaches it).
     import sys
     helpers = sys.modules.get("matplotlib._pylab_helpers")
     if helpers is None or "matplotlib.pyplot" not in sys.modules:
@@ -475,20 +760,57 @@ def _mpes_capture_figures():
         managers = sorted(helpers.Gcf.get_all_fig_managers(), key=lambda m: m.num)
         for manager in managers:
             fig = manager.canvas.figure
-            if id(fig) in state["seen"] and not fig.stale:
-                continue
-            state["seen"][id(fig)] = fig
+            seen = state["seen"].get(id(fig))
+            if seen is not None and seen[0] is fig and not seen[1]:
+                continue  # rendered, unchanged since
             if not fig.axes and not fig.lines:
                 continue  # an empty figure (e.g. cleared after show) is no image
+            was_stale = fig.stale
             if state["sent"] >= _MPES_MAX_IMAGES:
                 state["dropped"] += 1
             else:
-                png = _mpes_render(fig, state["notes"])
+                png = _mpes_quietly(_mpes_render, fig, state["notes"])
                 if png is not None and _mpes_send(_MPES_IMAGE_PNG, png):
                     state["sent"] += 1
-            fig.stale = False  # drawn as it is now (rendering at another dpi left it "stale")
+            if seen is None or seen[0] is not fig:
+                seen = state["seen"][id(fig)] = [fig, False]
+                _mpes_watch_changes(fig, seen)
+            seen[1] = False
+            fig._stale = was_stale  # as the script left it (rendering cleared it)
     except Exception as e:
         state["notes"].append(f"figures could not be captured ({type(e).__name__}: {e})"[:1000])
+
+
+def _mpes_watch_changes(fig, seen):
+    # seen[1] becomes True when anything in the figure changes.
+    callback = fig.stale_callback
+
+    def stale_callback(artist, value):
+        if value:
+            seen[1] = True
+        if callback is not None:
+            callback(artist, value)
+    fig.stale_callback = stale_callback
+
+
+def _mpes_quietly(function, *args):
+    # Calls function with the standard streams going nowhere and logging off: what rendering
+    # prints or logs (a missing font, a layout warning) is not the script's output.
+    import io
+    import sys
+    logging = sys.modules.get("logging")
+    streams = (sys.stdout, sys.stderr)
+    disabled = None
+    if logging is not None:
+        disabled = logging.root.manager.disable
+        logging.disable(logging.CRITICAL)
+    sys.stdout = sys.stderr = io.StringIO()
+    try:
+        return function(*args)
+    finally:
+        sys.stdout, sys.stderr = streams
+        if logging is not None:
+            logging.disable(disabled)
 
 
 def _mpes_render(fig, notes):

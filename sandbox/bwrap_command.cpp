@@ -129,7 +129,11 @@ std::vector<std::string> build_bwrap_argv(const ZygoteSandbox& sandbox) {
   }
   for (const auto& bind : sandbox.binds) add({"--ro-bind", bind.source, bind.dest});
   add({"--proc", "/proc", "--dev", "/dev", "--dir", "/tmp"});
-  if (!sandbox.work_dir.empty()) add({"--dir", sandbox.work_dir});
+  // The zygote's own tmpfs on the work dir: the home in which it imports preloads (a package
+  // may write its configuration or caches there, as it would in a script's home). Each run
+  // mounts a fresh tmpfs over it, so no run sees it. (No --size: bwrap before 0.7 lacks it,
+  // and only the zygote's own imports write there.)
+  if (!sandbox.work_dir.empty()) add({"--tmpfs", sandbox.work_dir});
   // The sandbox's root and /dev are tmpfs owned by the uid the runs map to: read-only, or a run
   // could leave files there for the next one. Runs get their own tmpfs on /tmp, the work dir
   // and /dev/shm.

@@ -31,7 +31,7 @@ struct ZygoteSandbox {
   std::vector<DataFile> data_files;  // /etc/passwd, /etc/group
   std::vector<std::string> etc_allowlist;  // host paths bound read-only when they exist
   std::string hostname = "sandbox";
-  std::string work_dir;               // mount point created for the runs' work dir
+  std::string work_dir;               // the runs' work dir: the zygote's home tmpfs there
   std::vector<std::string> command;   // the zygote's path inside the sandbox, then its arguments
 };
 

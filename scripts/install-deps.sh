@@ -10,8 +10,16 @@ apt_packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libtomlplusplus-dev catch2 libseccomp-dev libasio-dev libssl-dev
   bubblewrap libpython3-dev python3 python3-pip python3-venv python3-wheel python3-setuptools
   python3-numpy python3-pandas python3-matplotlib
+  # The differential suite's data-science scripts (e2e_tests/corpus/) run with these.
+  python3-scipy python3-sklearn python3-sympy python3-bs4
   procps hyperfine
 )
+# polars where Debian packages it (not in Debian 12: its corpus scripts are then skipped, visibly).
+if apt-cache show python3-polars >/dev/null 2>&1; then
+  apt_packages+=(python3-polars)
+else
+  echo "install-deps: python3-polars is not packaged here; the differential suite skips its polars scripts" >&2
+fi
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

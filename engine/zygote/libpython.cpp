@@ -39,6 +39,13 @@ LibPython LibPython::load(const std::string& path) {
   resolve(lib.handle_, path, "PyObject_CallObject", lib.PyObject_CallObject);
   resolve(lib.handle_, path, "Py_DecRef", lib.Py_DecRef);
   resolve(lib.handle_, path, "PyErr_Print", lib.PyErr_Print);
+  resolve(lib.handle_, path, "PyTuple_Size", lib.PyTuple_Size);
+  resolve(lib.handle_, path, "PyTuple_GetItem", lib.PyTuple_GetItem);
+  resolve(lib.handle_, path, "PyEval_EvalCode", lib.PyEval_EvalCode);
+  resolve(lib.handle_, path, "PyDict_SetItemString", lib.PyDict_SetItemString);
+  resolve(lib.handle_, path, "PyErr_Fetch", lib.PyErr_Fetch);
+  resolve(lib.handle_, path, "PyErr_NormalizeException", lib.PyErr_NormalizeException);
+  resolve(lib.handle_, path, "PyException_SetTraceback", lib.PyException_SetTraceback);
   return lib;
 }
 
@@ -57,6 +64,47 @@ bool LibPython::call(void* function) const {
   }
   Py_DecRef(result);
   return true;
+}
+
+void LibPython::run_steps(void* begin, void* finish, void* failed, void* globals_dict) const {
+  void* steps = PyObject_CallObject(begin, nullptr);
+  if (steps == nullptr) {
+    PyErr_Print();
+    return;
+  }
+  void* value = nullptr;
+  const ssize_t n = PyTuple_Size(steps);
+  for (ssize_t i = 0; i < n; ++i) {
+    void* step = PyTuple_GetItem(steps, i);
+    void* code = step == nullptr ? nullptr : PyTuple_GetItem(step, 0);
+    void* globals = step == nullptr ? nullptr : PyTuple_GetItem(step, 1);
+    if (code == nullptr || globals == nullptr) {
+      PyErr_Print();
+      return;
+    }
+    if (value != nullptr) Py_DecRef(value);
+    value = PyEval_EvalCode(code, globals, globals);
+    if (value == nullptr) {
+      void* type = nullptr;
+      void* exception = nullptr;
+      void* traceback = nullptr;
+      PyErr_Fetch(&type, &exception, &traceback);
+      PyErr_NormalizeException(&type, &exception, &traceback);
+      if (exception != nullptr && traceback != nullptr) PyException_SetTraceback(exception, traceback);
+      if (exception != nullptr) PyDict_SetItemString(globals_dict, "_MPES_ERROR", exception);
+      for (void* ref : {type, exception, traceback, steps}) {
+        if (ref != nullptr) Py_DecRef(ref);
+      }
+      call(failed);
+      return;
+    }
+  }
+  Py_DecRef(steps);
+  if (value != nullptr) {
+    PyDict_SetItemString(globals_dict, "_MPES_VALUE", value);
+    Py_DecRef(value);
+  }
+  call(finish);
 }
 
 }  // namespace engine

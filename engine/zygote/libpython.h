@@ -3,6 +3,8 @@
 // 3.9 to 3.15. One zygote binary thus serves every version; nothing links libpython at build time.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 namespace engine {
@@ -29,12 +31,27 @@ class LibPython {
   void* (*PyObject_CallObject)(void* callable, void* args) = nullptr;
   void (*Py_DecRef)(void* object) = nullptr;
   void (*PyErr_Print)() = nullptr;
+  // To run a script's steps from C (run_steps).
+  ssize_t (*PyTuple_Size)(void* tuple) = nullptr;
+  void* (*PyTuple_GetItem)(void* tuple, ssize_t index) = nullptr;
+  void* (*PyEval_EvalCode)(void* code, void* globals, void* locals) = nullptr;
+  int (*PyDict_SetItemString)(void* dict, const char* key, void* value) = nullptr;
+  void (*PyErr_Fetch)(void** type, void** value, void** traceback) = nullptr;
+  void (*PyErr_NormalizeException)(void** type, void** value, void** traceback) = nullptr;
+  int (*PyException_SetTraceback)(void* exception, void* traceback) = nullptr;
 
   int run(const std::string& code) const { return PyRun_SimpleStringFlags(code.c_str(), nullptr); }
   // A function of __main__ (borrowed; it lives as long as the interpreter), or nullptr.
   void* main_function(const char* name) const;
   // Calls it without arguments; false (traceback printed to stderr) when it raised.
   bool call(void* function) const;
+  // Runs a script the way `python3 script.py` does, with no Python frame beneath it:
+  // begin() returns a tuple of (code, globals) steps, each evaluated here as the interpreter
+  // evaluates a script's module code; then, with the value of the last step in
+  // `globals_dict["_MPES_VALUE"]`, finish(); or, when a step raised, with the exception (its
+  // traceback set) in `globals_dict["_MPES_ERROR"]`, failed(). Nothing of ours holds a
+  // reference to either meanwhile. finish and failed are expected not to return.
+  void run_steps(void* begin, void* finish, void* failed, void* globals_dict) const;
 
  private:
   void* handle_ = nullptr;  // deliberately never dlclose'd: the interpreter lives as long as we do

@@ -73,7 +73,24 @@ struct Options {
   unsigned spares = 2;  // run children prepared ahead of their runs
   std::uint64_t max_value_bytes = 102400;  // the runner's bound on a value's repr and JSON
   unsigned max_images = 4;                 // figures a run returns at most
+  std::vector<std::string> argv;  // as started: the zygote starts itself again with fewer preloads
+  std::string preload_dir;        // home and cwd of preloads' imports
 };
+
+int remove_entry(const char* path, const struct stat*, int, FTW*) {
+  ::remove(path);
+  return 0;
+}
+
+// Unsandboxed, the preloads' home is a temporary directory of ours.
+void remove_preload_dir(const Options& options) {
+  if (!options.isolate && !options.preload_dir.empty()) {
+    ::nftw(options.preload_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+}
+
+// The environment the zygote was started with, for starting itself again.
+std::vector<std::string> g_start_environment;
 
 void log(const std::string& text) {
   const std::string line = "zygote: " + text + "\n";
@@ -100,6 +117,7 @@ std::uint64_t number(const std::string& flag, const std::string& text) {
 
 Options parse_options(int argc, char** argv) {
   Options o;
+  o.argv.assign(argv, argv + argc);
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) usage("missing value for " + flag);
@@ -266,6 +284,9 @@ class Zygote {
   };
 
   bool boot_interpreter(int report_fd, std::string& warnings);
+  // Execs the zygote again with the same arguments minus `dropped` preloads; returns only when
+  // that fails (logged).
+  void restart_without(const std::vector<std::string>& dropped, const std::string& notes);
   // The runner's result limits, as Python assignments appended to its source.
   std::string result_limits_source() const {
     return "\n_MPES_MAX_VALUE_BYTES = " + std::to_string(options_.max_value_bytes) +
@@ -291,7 +312,10 @@ class Zygote {
   std::optional<engine::LibPython> py_;  // empty on the spawn path
   std::optional<sandbox::SeccompProgram> seccomp_;
   void* prepare_fn_ = nullptr;  // the runner's functions (borrowed references)
-  void* run_fn_ = nullptr;
+  void* begin_fn_ = nullptr;
+  void* finish_fn_ = nullptr;
+  void* failed_fn_ = nullptr;
+  void* runner_globals_ = nullptr;  // the runner's module dict (the zygote's __main__)
   UniqueFd signal_fd_;
   std::map<pid_t, Child> children_;
   // Prepared ahead, oldest (most likely done preparing) first: a run handed to a spare still
@@ -416,27 +440,91 @@ bool Zygote::boot_interpreter(int report_fd, std::string& warnings) {
     log("the interpreter failed to initialise (PYTHONHOME=" + options_.home + ")");
     return false;
   }
-  if (py_->run(std::string(python_stubs::boot())) != 0 ||
-      py_->run(std::string(python_stubs::runner()) + result_limits_source()) != 0) {
+  // The runner's definitions first: the boot stub uses some of them.
+  if (py_->run(std::string(python_stubs::runner()) + result_limits_source()) != 0 ||
+      py_->run(std::string(python_stubs::boot())) != 0) {
     log("the boot stub failed (traceback above)");
     return false;
   }
+  runner_globals_ = py_->PyModule_GetDict(py_->PyImport_AddModule("__main__"));
   prepare_fn_ = py_->main_function("_mpes_prepare");
-  run_fn_ = py_->main_function("_mpes_run");
+  begin_fn_ = py_->main_function("_mpes_begin");
+  finish_fn_ = py_->main_function("_mpes_finish");
+  failed_fn_ = py_->main_function("_mpes_failed");
   void* ready_fn = py_->main_function("_mpes_zygote_ready");
-  if (prepare_fn_ == nullptr || run_fn_ == nullptr || ready_fn == nullptr) {
-    log("the runner stub does not define _mpes_zygote_ready/_mpes_prepare/_mpes_run");
+  if (prepare_fn_ == nullptr || begin_fn_ == nullptr || finish_fn_ == nullptr || failed_fn_ == nullptr ||
+      ready_fn == nullptr) {
+    log("the runner stub does not define _mpes_zygote_ready/_mpes_prepare/_mpes_begin/_mpes_finish/_mpes_failed");
     return false;
   }
+  std::string report;
   char buf[4096];
-  for (ssize_t n; (n = ::read(report_fd, buf, sizeof buf)) > 0;) warnings.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::read(report_fd, buf, sizeof buf)) > 0;) report.append(buf, static_cast<std::size_t>(n));
+  std::vector<std::string> dropped;
+  for (std::size_t start = 0; start < report.size();) {
+    std::size_t end = report.find('\n', start);
+    if (end == std::string::npos) end = report.size();
+    const std::string line = report.substr(start, end - start);
+    start = end + 1;
+    if (line.rfind("drop ", 0) == 0) {
+      dropped.push_back(line.substr(5));
+    } else if (!line.empty()) {
+      warnings += (warnings.empty() ? "" : "\n") + line;
+    }
+  }
   if (!warnings.empty()) log(warnings);
+  // A preload that failed, started a thread or wrote output: this interpreter holds what it
+  // left behind, so the zygote starts again without it (scripts then import it themselves).
+  if (!dropped.empty()) restart_without(dropped, warnings);
   // Last Python the zygote runs: the state every run starts from, then gc.freeze().
   if (!py_->call(ready_fn)) {
     log("the runner's zygote preparation failed (traceback above)");
     return false;
   }
   return true;
+}
+
+void Zygote::restart_without(const std::vector<std::string>& dropped, const std::string& notes) {
+  std::vector<std::string> args = options_.argv;
+  bool removed = false;
+  for (std::size_t i = 1; i + 1 < args.size(); ++i) {
+    if (args[i] != "--preload") continue;
+    std::string kept;
+    const std::string& list = args[i + 1];
+    for (std::size_t start = 0; start <= list.size();) {
+      std::size_t end = list.find(',', start);
+      if (end == std::string::npos) end = list.size();
+      const std::string name = list.substr(start, end - start);
+      start = end + 1;
+      if (name.empty()) continue;
+      if (std::find(dropped.begin(), dropped.end(), name) != dropped.end()) {
+        removed = true;
+        continue;
+      }
+      kept += (kept.empty() ? "" : ",") + name;
+    }
+    args[i + 1] = kept;
+  }
+  if (!removed) {
+    log("a preload to drop is not among --preload; the zygote keeps going as it is");
+    return;
+  }
+  std::vector<std::string> env;
+  for (const auto& entry : g_start_environment) {
+    if (entry.rfind("MPES_BOOT_NOTES=", 0) != 0) env.push_back(entry);
+  }
+  env.push_back("MPES_BOOT_NOTES=" + notes);
+  remove_preload_dir(options_);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::fflush(nullptr);
+  ::fcntl(z::kControlFd, F_SETFD, 0);  // the control socket is the one fd that stays
+  ::execve("/proc/self/exe", argv.data(), envp.data());
+  log(std::string("cannot start the zygote again without the dropped preloads: ") + std::strerror(errno));
+  ::fcntl(z::kControlFd, F_SETFD, FD_CLOEXEC);
 }
 
 void Zygote::handle_control() {
@@ -706,8 +794,8 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
   // The spawn path's command line, ready before the run arrives.
   std::string bootstrap;
   if (!py_) {
-    bootstrap = std::string(python_stubs::spawn()) + "\n" + std::string(python_stubs::runner()) +
-                result_limits_source() + "\n_mpes_zygote_ready()\n_mpes_prepare()\n_mpes_run()\n";
+    bootstrap = std::string(python_stubs::runner()) + result_limits_source() + "\n" +
+                std::string(python_stubs::spawn()) + "\n_mpes_zygote_ready()\n_mpes_prepare()\n_mpes_run()\n";
   }
 
   z::Received got = z::receive_message_blocking(kHandoffFd);
@@ -747,13 +835,8 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
     setup_failed("cannot execute the interpreter (spawn path)");
   }
   ::close(kStatusFd);
-  py_->call(run_fn_);
+  py_->run_steps(begin_fn_, finish_fn_, failed_fn_, runner_globals_);
   ::_exit(1);  // not reached: the runner exits the process itself
-}
-
-int remove_entry(const char* path, const struct stat*, int, FTW*) {
-  ::remove(path);
-  return 0;
 }
 
 void Zygote::reap() {
@@ -878,6 +961,7 @@ void Zygote::kill_all_children() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (char** e = environ; *e != nullptr; ++e) g_start_environment.emplace_back(*e);
   // Before anything can load a BLAS: one thread each, so the zygote stays forkable.
   for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                           "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"}) {
@@ -908,13 +992,29 @@ int main(int argc, char** argv) {
   // Sandboxed runs all work in the same place (their own tmpfs on it); unsandboxed ones each
   // get a temporary directory.
   ::setenv("MPES_WORK_DIR", options.isolate ? sandbox::kRunWorkDir : "", 1);
+  // Preloads are imported with a writable home as their cwd, as a script's imports would be:
+  // sandboxed, the work dir (the zygote's own tmpfs there, hidden under each run's); else a
+  // temporary directory of the zygote's.
+  if (options.isolate) {
+    options.preload_dir = sandbox::kRunWorkDir;
+  } else if (!options.preload.empty()) {
+    char tmpl[] = "/tmp/mpes-zygote-XXXXXX";
+    if (::mkdtemp(tmpl) != nullptr) {
+      options.preload_dir = tmpl;
+    } else {
+      log(std::string("cannot create a home for preloads in /tmp: ") + std::strerror(errno));
+    }
+  }
+  ::setenv("MPES_PRELOAD_DIR", options.preload_dir.c_str(), 1);
+  int status = 3;
   try {
     std::optional<engine::LibPython> python;
     if (options.spawn_executable.empty()) python = engine::LibPython::load(options.libpython);
     Zygote zygote(options, python);
-    return zygote.start();
+    status = zygote.start();
   } catch (const std::exception& e) {
     log(e.what());
-    return 3;
   }
+  remove_preload_dir(options);
+  return status;
 }

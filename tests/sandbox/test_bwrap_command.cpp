@@ -67,13 +67,14 @@ TEST_CASE("the zygote's bubblewrap isolates every namespace and keeps nested use
   CHECK(find_seq(argv, {"--proc", "/proc"}) >= 0);
   CHECK(find_seq(argv, {"--dev", "/dev"}) >= 0);
   CHECK(find_seq(argv, {"--dir", "/tmp"}) >= 0);
-  CHECK(find_seq(argv, {"--dir", "/home/sandbox"}) >= 0);
+  // The zygote's home for preload imports: a tmpfs of its own on the work dir.
+  CHECK(find_seq(argv, {"--tmpfs", "/home/sandbox"}) >= 0);
   CHECK(find_seq(argv, {"--ro-bind", "/usr", "/usr"}) >= 0);
   // Nothing a run writes outside its own tmpfs mounts can persist: / and /dev end read-only,
   // after everything is mounted (bwrap applies options in order).
   const long ro_root = find_seq(argv, {"--remount-ro", "/"});
   const long ro_dev = find_seq(argv, {"--remount-ro", "/dev"});
-  CHECK(ro_root > find_seq(argv, {"--dir", "/home/sandbox"}));
+  CHECK(ro_root > find_seq(argv, {"--tmpfs", "/home/sandbox"}));
   CHECK(ro_dev > find_seq(argv, {"--dev", "/dev"}));
   CHECK(ro_root < find_seq(argv, {"--"}));
 }

@@ -1,0 +1,3 @@
+import sys
+print("bye")
+sys.exit()

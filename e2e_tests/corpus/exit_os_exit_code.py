@@ -1,0 +1,3 @@
+import os
+print("buffered and lost")
+os._exit(42)

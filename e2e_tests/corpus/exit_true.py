@@ -1,0 +1,3 @@
+# bool is an int: True exits 1, silently.
+import sys
+sys.exit(True)

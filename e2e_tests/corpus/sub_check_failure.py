@@ -1,0 +1,2 @@
+import subprocess, sys
+subprocess.run([sys.executable, "-c", "import sys; sys.exit(4)"], check=True)

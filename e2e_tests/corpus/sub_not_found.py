@@ -1,0 +1,2 @@
+import subprocess
+subprocess.run(["definitely-not-a-command-xyz"])

@@ -1,0 +1,6 @@
+def load(d):
+    try:
+        return d["key"]
+    except KeyError as e:
+        raise RuntimeError("configuration incomplete") from e
+load({})

@@ -1,0 +1,2 @@
+import json
+from json import no_such_thing

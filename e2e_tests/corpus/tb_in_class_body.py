@@ -1,0 +1,3 @@
+class Config:
+    name = "demo"
+    size = len(name) + None

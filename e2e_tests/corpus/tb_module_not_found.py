@@ -1,0 +1,1 @@
+import definitely_not_a_module_xyz

@@ -1,0 +1,2 @@
+counter = 0
+print(countr)

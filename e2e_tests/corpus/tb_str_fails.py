@@ -1,0 +1,4 @@
+class Weird(Exception):
+    def __str__(self):
+        raise RuntimeError("str failed")
+raise Weird()

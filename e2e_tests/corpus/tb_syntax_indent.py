@@ -1,0 +1,3 @@
+def f():
+    return 1
+      print("bad indent")

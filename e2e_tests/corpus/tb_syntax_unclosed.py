@@ -1,0 +1,3 @@
+print("this never runs")
+values = [1, 2,
+print(values)

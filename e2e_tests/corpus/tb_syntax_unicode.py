@@ -1,0 +1,2 @@
+s = "déjà vu"
+print(s))

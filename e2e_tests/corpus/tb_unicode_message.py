@@ -1,0 +1,1 @@
+raise ValueError("valeur non valide : « ça » — 值无效")

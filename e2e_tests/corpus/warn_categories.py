@@ -1,0 +1,10 @@
+import warnings
+warnings.warn("pending", PendingDeprecationWarning)
+warnings.warn("future", FutureWarning)
+warnings.warn("runtime", RuntimeWarning)
+warnings.warn("resource", ResourceWarning)
+warnings.warn("bytes", BytesWarning)
+warnings.warn("syntax-ish", SyntaxWarning)
+warnings.warn("import", ImportWarning)
+warnings.warn("unicode", UnicodeWarning)
+print([f[0] for f in warnings.filters][:6])
