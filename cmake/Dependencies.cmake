@@ -1,10 +1,46 @@
 # Every library comes from Debian's archive and is found with find_package.
+#
+# MPES_STATIC_DEPS=ON (the Python wheel) leaves the binaries needing only what every glibc Linux
+# has (libc, libstdc++, libgcc_s): libseccomp and libcrypto are linked from their static archives
+# and spdlog, fmt and toml++ are used header-only. The zygote is bind-mounted alone into its
+# sandbox, so it can carry no shared library of its own; and Debian's libspdlog.so needs a newer
+# libstdc++ (GLIBCXX_3.4.30) than our own code does, which would narrow the wheel's platform tag.
+option(MPES_STATIC_DEPS "Link libseccomp and libcrypto statically, use spdlog/fmt/toml++ header-only (the wheel)" OFF)
+
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
-find_package(spdlog REQUIRED)
-find_package(tomlplusplus REQUIRED)
-find_package(Catch2 2 REQUIRED)
+if(MPES_BUILD_TESTS)
+  find_package(Catch2 2 REQUIRED)
+endif()
 find_package(Asio REQUIRED)
-find_package(Libseccomp REQUIRED)
-find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
 find_package(Threads REQUIRED)
+
+if(NOT MPES_STATIC_DEPS)
+  find_package(spdlog REQUIRED)
+  find_package(tomlplusplus REQUIRED)
+  find_package(Libseccomp REQUIRED)
+  find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
+  return()
+endif()
+
+# spdlog over fmt, both header-only (Debian's spdlog::spdlog_header_only still links libfmt.so),
+# under the target names the rest of the build links.
+find_package(fmt REQUIRED)
+find_path(MPES_SPDLOG_INCLUDE_DIR NAMES spdlog/spdlog.h REQUIRED)
+add_library(spdlog::spdlog INTERFACE IMPORTED)
+set_target_properties(spdlog::spdlog PROPERTIES
+  INTERFACE_INCLUDE_DIRECTORIES "${MPES_SPDLOG_INCLUDE_DIR}"
+  INTERFACE_COMPILE_DEFINITIONS "SPDLOG_FMT_EXTERNAL"
+  INTERFACE_LINK_LIBRARIES "fmt::fmt-header-only;Threads::Threads")
+
+# toml++ is header-only unless told otherwise (Debian's config file links libtomlplusplus.so).
+find_path(MPES_TOMLPLUSPLUS_INCLUDE_DIR NAMES toml++/toml.h REQUIRED)
+add_library(tomlplusplus::tomlplusplus INTERFACE IMPORTED)
+set_target_properties(tomlplusplus::tomlplusplus PROPERTIES
+  INTERFACE_INCLUDE_DIRECTORIES "${MPES_TOMLPLUSPLUS_INCLUDE_DIR}"
+  INTERFACE_COMPILE_DEFINITIONS "TOML_HEADER_ONLY=1")
+
+set(LIBSECCOMP_LIBRARY_NAMES libseccomp.a)
+find_package(Libseccomp REQUIRED)
+set(OPENSSL_USE_STATIC_LIBS TRUE)
+find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
