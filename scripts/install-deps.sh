@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine is missing to build, run and test the project:
-# C++ libraries and bubblewrap from Debian, Python packages the tests use from Debian, and the
-# e2e test clients from npm (with the lockfile). Idempotent: installs only what is missing.
+# C++ libraries and bubblewrap from Debian, Python packages the tests use from Debian, the e2e
+# test clients from npm (with the lockfile), and the Python build and test tools (uv,
+# scikit-build-core, auditwheel) hash-pinned from PyPI into a project-local virtual environment,
+# .tools/venv. Idempotent: installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +15,7 @@ apt_packages=(
   # The differential suite's data-science scripts (e2e_tests/corpus/) run with these.
   python3-scipy python3-sklearn python3-sympy python3-bs4
   procps hyperfine
+  dpkg-dev file help2man ccache
 )
 # polars where Debian packages it (not in Debian 12: its corpus scripts are then skipped, visibly).
 if apt-cache show python3-polars >/dev/null 2>&1; then
@@ -39,4 +42,16 @@ fi
 if [ ! -d e2e_tests/node_modules ] || [ e2e_tests/package-lock.json -nt e2e_tests/node_modules ]; then
   echo "install-deps: npm ci (e2e clients)" >&2
   (cd e2e_tests && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# Python tools: never the system Python's site-packages. The lock (scripts/requirements-tools.txt)
+# pins every file by hash; the environment is rebuilt when the lock changes.
+tools=.tools/venv
+if [ ! -f "$tools/.installed" ] || [ scripts/requirements-tools.txt -nt "$tools/.installed" ]; then
+  echo "install-deps: Python tools into $tools (scripts/requirements-tools.txt)" >&2
+  rm -rf "$tools"
+  /usr/bin/python3 -m venv "$tools"
+  "$tools/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes \
+    -r scripts/requirements-tools.txt
+  touch "$tools/.installed"
 fi
