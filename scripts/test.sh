@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds with warnings as errors, runs the Catch2
 # unit tests (plain and under ASan+UBSan), the e2e tests with real MCP clients (as the invoking
-# user and, when that is root, again as a freshly created unprivileged user), and the benchmark
-# harness in --quick smoke mode. Ends with one "N passed, N failed" line over the suites.
+# user and, when that is root, again as a freshly created unprivileged user), builds the wheel and
+# the .deb and tests their installed commands, and runs the benchmark harness in --quick smoke
+# mode. Ends with one "N passed, N failed" line over the suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -39,6 +40,11 @@ if [ "$(id -u)" -eq 0 ]; then
     bash -c "cd '$stage/e2e_tests' && node --test --test-concurrency=1 --test-reporter=spec ."
   rm -rf "$stage"
 fi
+
+# The packages users install, built from this checkout (the .deb from build/, the wheel in
+# build-wheel/), installed the ways users do and driven through each installed command.
+suite "packages: build the wheel and the .deb" scripts/package.sh -DMPES_WERROR=ON
+suite "packages: install them, drive each command" scripts/test-packages.sh
 
 if [ -x bench/run.sh ]; then
   suite "bench --quick" bench/run.sh --quick
