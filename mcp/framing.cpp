@@ -26,6 +26,7 @@ void LineFramer::start_discarding() {
   sniffer_.reset();
   sniffer_.feed(partial_);
   discarded_ = partial_.size();
+  discarded_cr_ = !partial_.empty() && partial_.back() == '\r';
   std::string().swap(partial_);  // give the memory back, not just the size
 }
 
@@ -33,6 +34,7 @@ void LineFramer::append_partial(std::string_view bytes) {
   if (discarding_) {
     sniffer_.feed(bytes);
     discarded_ += bytes.size();
+    if (!bytes.empty()) discarded_cr_ = bytes.back() == '\r';
     return;
   }
   // One byte of slack so that a line of exactly max_ bytes may still end in "\r".
@@ -40,15 +42,18 @@ void LineFramer::append_partial(std::string_view bytes) {
     start_discarding();
     sniffer_.feed(bytes);
     discarded_ += bytes.size();
+    if (!bytes.empty()) discarded_cr_ = bytes.back() == '\r';
     return;
   }
   partial_.append(bytes);
 }
 
 void LineFramer::end_discarding() {
-  OversizeLine over{discarded_, max_, sniffer_.id()};
+  // The line's length without its trailing "\r", as emit() counts a line that came whole.
+  OversizeLine over{discarded_ - (discarded_cr_ ? 1 : 0), max_, sniffer_.id()};
   discarding_ = false;
   discarded_ = 0;
+  discarded_cr_ = false;
   on_oversize_(over);
 }
 

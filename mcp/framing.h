@@ -51,6 +51,7 @@ class LineFramer {
   std::string partial_;
   bool discarding_ = false;
   std::uint64_t discarded_ = 0;
+  bool discarded_cr_ = false;  // the last byte discarded so far was '\r'
   IdSniffer sniffer_;
 };
 

@@ -126,3 +126,21 @@ TEST_CASE("the id sniffer finds only the top-level id") {
   // An id whose value was cut off (the line never ended) is not guessed at.
   CHECK_FALSE(sniff(R"({"id":"unterminated)").has_value());
 }
+
+TEST_CASE("an oversize line's length leaves out its \\r, however the reads cut it") {
+  // Found by fuzz/fuzz_framing (fuzz/regressions/framing/): a line discarded across reads
+  // counted its "\r", the same line in one read did not.
+  const std::string input = "abcdef\r\nabcde\r\nabcdefgh\r";
+  for (std::size_t cut = 0; cut <= input.size(); ++cut) {
+    Collected c;
+    auto framer = make_framer(c, 5);
+    framer.feed(input.substr(0, cut));
+    framer.feed(input.substr(cut));
+    framer.finish();
+    INFO("cut at " << cut);
+    CHECK(c.lines == std::vector<std::string>{"abcde"});
+    REQUIRE(c.oversize.size() == 2);
+    CHECK(c.oversize[0].bytes == 6);
+    CHECK(c.oversize[1].bytes == 8);
+  }
+}
