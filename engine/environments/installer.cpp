@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -420,6 +421,23 @@ std::string_view trim(std::string_view s) {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// "OSError: [Errno 28] ...", "pip._vendor.x.ReadTimeoutError: ..." at the start of a line: the
+// last line of a Python traceback.
+bool is_exception_line(std::string_view line) {
+  const auto colon = line.find(": ");
+  if (colon == std::string_view::npos || colon == 0) return false;
+  const std::string_view name = line.substr(0, colon);
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) return false;
+  }
+  return name.ends_with("Error") || name.ends_with("Exception") || name.ends_with("Exit");
+}
+
+std::string sigabbrev(int signal) {
+  const char* name = ::sigabbrev_np(signal);
+  return name != nullptr ? std::string("SIG") + name : "signal " + std::to_string(signal);
+}
+
 }  // namespace
 
 std::string decisive_lines(std::string_view output) {
@@ -432,13 +450,20 @@ std::string decisive_lines(std::string_view output) {
   }
   std::vector<std::string_view> picked;
   bool in_block = false;  // a multi-line explanation that follows a decisive line
+  bool pip_exception = false;  // after pip's "ERROR: Exception:" (a traceback follows)
   for (auto raw : lines) {
     auto line = trim(raw);
     if (line.empty()) {
       in_block = false;
       continue;
     }
-    if (starts_with(line, "ERROR:") || starts_with(line, "error:")) {
+    if (pip_exception && is_exception_line(raw)) {
+      // pip's "ERROR: Exception:" is followed by a traceback whose last line names the cause
+      // (e.g. "OSError: [Errno 28] No space left on device: '...'").
+      picked.push_back(line);
+      in_block = false;
+    } else if (starts_with(line, "ERROR:") || starts_with(line, "error:")) {
+      if (line == "ERROR: Exception:") pip_exception = true;
       picked.push_back(line);
       in_block = starts_with(line, "error:");  // uv explains below its error line
     } else if (starts_with(line, "The conflict is caused by:")) {
@@ -675,6 +700,15 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
                       std::to_string(options.timeout_seconds) + " s";
     } else {
       std::string lines = decisive_lines(p.err + "\n" + p.out);
+      // Killed from outside (OOM killer, an operator): say so before whatever it printed last.
+      // Under bubblewrap the installer's signal comes back as exit status 128 + signal.
+      const int signal = p.term_signal != 0                                    ? p.term_signal
+                         : options.sandboxed && p.exit_code > 128 && p.exit_code < 128 + 65 ? p.exit_code - 128
+                                                                               : 0;
+      if (signal != 0) {
+        lines = "the installer (" + outcome.installer + ") was killed by signal " + std::to_string(signal) +
+                " (" + sigabbrev(signal) + ") before it finished" + (lines.empty() ? "" : "; its last output:\n" + lines);
+      }
       // bwrap failing to set up the sandbox is the host's problem, not the requirements'.
       if (options.sandboxed && lines.rfind("bwrap:", 0) == 0) {
         throw InstallerUnavailable("the installer sandbox could not start (" + lines +

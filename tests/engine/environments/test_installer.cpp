@@ -248,6 +248,22 @@ TEST_CASE("decisive_lines keeps what says why, not the whole log", "[installer]"
   CHECK(engine::deps::decisive_lines("noise\nsomething broke\n") == "noise\nsomething broke");
 }
 
+TEST_CASE("decisive_lines keeps the cause of pip's internal error (e.g. a full disk)", "[installer]") {
+  // pip on a full --cache-dir (e2e_tests/faults.test.mjs): "ERROR: Exception:" alone said nothing.
+  const std::string pip_output =
+      "Looking in links: /w\nProcessing /w/mpes_leaf-1.0-py3-none-any.whl\n"
+      "Installing collected packages: mpes-leaf\n"
+      "ERROR: Exception:\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3/dist-packages/pip/_internal/cli/base_command.py\", line 160, in exc_logging_wrapper\n"
+      "    status = run_func(*args)\n"
+      "OSError: [Errno 28] No space left on device: '/c/envs/.tmp-1/mpes_leaf'\n";
+  const auto pip = engine::deps::decisive_lines(pip_output);
+  CHECK(pip == "ERROR: Exception:\nOSError: [Errno 28] No space left on device: '/c/envs/.tmp-1/mpes_leaf'");
+  // Without pip's marker, a traceback line is not singled out.
+  CHECK(engine::deps::decisive_lines("ERROR: x failed\nValueError: y\n") == "ERROR: x failed");
+}
+
 // ---- the interpreter's own packages
 
 TEST_CASE("Debian's python3-numpy satisfies numpy for /usr/bin/python3", "[installer][requirements]") {
