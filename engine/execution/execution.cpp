@@ -25,9 +25,16 @@ namespace {
 using sandbox::UniqueFd;
 using Clock = std::chrono::steady_clock;
 
+// "what: strerror", and what to do when the server is out of fds.
+std::runtime_error os_error(const char* what, int err) {
+  std::string text = std::string(what) + ": " + std::strerror(err);
+  if (err == EMFILE || err == ENFILE) text += " (the server has reached its open-file limit, ulimit -n)";
+  return std::runtime_error(text);
+}
+
 UniqueFd script_memfd(const std::string& script) {
   UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "script.py", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
-  if (!fd) throw std::runtime_error(std::string("memfd_create: ") + std::strerror(errno));
+  if (!fd) throw os_error("memfd_create", errno);
   std::size_t done = 0;
   while (done < script.size()) {
     const ssize_t n = ::write(fd.get(), script.data() + done, script.size() - done);
@@ -44,7 +51,7 @@ UniqueFd script_memfd(const std::string& script) {
 // A pipe with both ends close-on-exec: {read, write}.
 std::pair<UniqueFd, UniqueFd> make_pipe() {
   int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(p, O_CLOEXEC) != 0) throw os_error("pipe", errno);
   return {UniqueFd(p[0]), UniqueFd(p[1])};
 }
 
@@ -106,6 +113,7 @@ void Execution::start(const std::shared_ptr<ZygoteProcess>& zygote, const std::s
     fail("the zygote is not ready: " + zygote->failure());
     return;
   }
+  if (state_ == State::finished) return;  // the zygote could not take it (failed already)
   // The run holds the only write ends now: EOF means the run is done with them.
   for (std::size_t i = 0; i < pipes.size(); ++i) {
     pipes[i].second.reset();

@@ -530,10 +530,23 @@ bool ZygoteProcess::run(std::uint64_t run_id, std::uint32_t timeout_seconds, std
                         RunCallbacks callbacks) {
   if (state_ != State::ready) return false;
   last_used_ = std::chrono::steady_clock::now();
-  runs_[run_id] = std::move(callbacks);
-  outbox_.push_back({zygote::RunMessage{run_id, timeout_seconds, zygote::kRunFlagNone}, {}});
   // Own duplicates: the caller keeps (and closes) its fds right after this call.
-  for (int fd : fds) outbox_.back().fds.push_back(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+  Outgoing out{zygote::RunMessage{run_id, timeout_seconds, zygote::kRunFlagNone}, {}};
+  for (int fd : fds) {
+    const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (dup < 0) {
+      // Out of fds (EMFILE): the run fails with that reason; nothing is sent or leaked.
+      const int err = errno;
+      for (int d : out.fds) ::close(d);
+      std::string why = errno_text("cannot pass the run's files to the zygote", err);
+      if (err == EMFILE || err == ENFILE) why += " (the server has reached its open-file limit, ulimit -n)";
+      if (callbacks.failed) callbacks.failed(why);
+      return true;
+    }
+    out.fds.push_back(dup);
+  }
+  runs_[run_id] = std::move(callbacks);
+  outbox_.push_back(std::move(out));
   flush_outbox();
   return true;
 }
