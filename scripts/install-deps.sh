@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine is missing to build, run and test the project:
-# C++ libraries and bubblewrap from Debian, Python packages the tests use from Debian, the e2e
-# test clients from npm (with the lockfile), and the Python build and test tools (uv,
-# scikit-build-core, auditwheel) hash-pinned from PyPI into a project-local virtual environment,
-# .tools/venv. Idempotent: installs only what is missing.
+# C++ libraries and bubblewrap from Debian, clang for the fuzzers, Python packages the tests use
+# from Debian, the e2e test clients from npm (with the lockfile), and the Python build and test
+# tools (uv, scikit-build-core, auditwheel) hash-pinned from PyPI into a project-local virtual
+# environment, .tools/venv. Idempotent: installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +16,7 @@ apt_packages=(
   python3-scipy python3-sklearn python3-sympy python3-bs4
   procps hyperfine
   dpkg-dev file help2man ccache
+  clang-14 libclang-rt-14-dev
 )
 # polars where Debian packages it (not in Debian 12: its corpus scripts are then skipped, visibly).
 if apt-cache show python3-polars >/dev/null 2>&1; then

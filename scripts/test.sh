@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds with warnings as errors, runs the Catch2
-# unit tests (plain and under ASan+UBSan), the e2e tests with real MCP clients (as the invoking
-# user and, when that is root, again as a freshly created unprivileged user), builds the wheel and
-# the .deb and tests their installed commands, and runs the benchmark harness in --quick smoke
+# unit tests (plain and under ASan+UBSan), every fuzz target for a short fixed time (replaying its
+# regressions), the e2e tests with real MCP clients (as the invoking user and, when that is root,
+# again as a freshly created unprivileged user), builds the wheel and the .deb and tests their
+# installed commands, runs the soak's short form, and the benchmark harness in --quick smoke
 # mode. Ends with one "N passed, N failed" line over the suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,9 @@ BUILD_DIR=build-asan BUILD_TYPE=Debug scripts/build.sh -DMPES_WERROR=ON -DMPES_S
 suite "unit" build/unit_tests
 suite "unit (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build-asan/unit_tests
+
+# libFuzzer (clang, ASan+UBSan): each target from its seed corpus, its regressions replayed.
+suite "fuzz (each target 15 s)" scripts/fuzz.sh all 15
 
 export MPES_SERVER="$root/build/mcp-python-exec-sandbox"
 suite "e2e ($(id -un))" bash -c 'cd e2e_tests && node --test --test-concurrency=1 --test-reporter=spec .'
@@ -50,6 +54,8 @@ fi
 # build-wheel/), installed the ways users do and driven through each installed command.
 suite "packages: build the wheel and the .deb" scripts/package.sh -DMPES_WERROR=ON
 suite "packages: install them, drive each command" scripts/test-packages.sh
+# Soak, short form (3,000 mixed runs; the long form is bench/soak/run.sh --long).
+suite "soak (3,000 runs)" bench/soak/run.sh --server "$MPES_SERVER"
 
 if [ -x bench/run.sh ]; then
   suite "bench --quick" bench/run.sh --quick

@@ -10,7 +10,6 @@ namespace engine::zygote {
 namespace {
 
 constexpr std::uint32_t kMagic = 0x315a504d;  // "MPZ1"
-constexpr std::size_t kHeaderBytes = 8;
 // A string field never makes a message exceed kMaxMessageBytes (the fixed fields are tiny).
 constexpr std::size_t kMaxStringBytes = 1024;
 
