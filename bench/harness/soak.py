@@ -338,7 +338,7 @@ def _drive(server: McpServer, runs: int, concurrency: int, sample_every: int, se
 # ---- report ----------------------------------------------------------------------------------
 
 def write_chart(samples: list[dict], path: str, title: str) -> Optional[str]:
-    """SVG of the curves; returns why not when matplotlib is unavailable."""
+    """SVG (and a PNG beside it) of the curves; returns why not when matplotlib is unavailable."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -367,6 +367,7 @@ def write_chart(samples: list[dict], path: str, title: str) -> Optional[str]:
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, format="svg", metadata={"Date": None})
+    fig.savefig(os.path.splitext(path)[0] + ".png", format="png", dpi=90)
     plt.close(fig)
     return None
 
