@@ -36,7 +36,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--runs", type=int, help=f"runs in all (default {SHORT_RUNS}; --long: {LONG_RUNS})")
     p.add_argument("--long", action="store_true", help=f"the long form: {LONG_RUNS} runs")
     p.add_argument("--concurrency", type=int, default=4, help="calls in flight (default 4)")
-    p.add_argument("--samples", type=int, default=100, help="quiet samples over the soak (default 100)")
+    p.add_argument("--samples", type=int,
+                   help="quiet samples over the soak (default 30; --long: 100); each waits for the tree to settle")
     p.add_argument("--server", default=os.path.join(REPO_ROOT, "build", "mcp-python-exec-sandbox"))
     p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                    help="extra server argument (repeatable)")
@@ -44,6 +45,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=20)
     a = p.parse_args(argv)
     runs = a.runs or (LONG_RUNS if a.long else SHORT_RUNS)
+    if a.samples is None:
+        a.samples = 100 if a.long else 30
     if runs < 10 or a.concurrency < 1 or a.samples < 2:
         p.error("need --runs >= 10, --concurrency >= 1, --samples >= 2")
     os.makedirs(a.out, exist_ok=True)
