@@ -259,11 +259,12 @@ describe('faults', () => {
 
       const first = await sleeper;
       assert.equal(first.sc.end_reason, 'timeout', first.text);
-      assert.ok(Date.now() - t0 < 3500, `the 2 s deadline held (${Date.now() - t0} ms after the stop)`);
+      // Before the zygote is continued (5 s): the deadline is the server's, not the zygote's.
+      assert.ok(Date.now() - t0 < 4500, `the 2 s deadline held (${Date.now() - t0} ms after the stop)`);
       t.diagnostic(`timeout answered ${Date.now() - t0} ms after the stop (deadline 2 s from dispatch)`);
       const second = await waiting;
       t.diagnostic(`the call sent during the stop: ${second.sc.end_reason} after ${Date.now() - t0} ms`);
-      assert.ok(Date.now() - t0 < 4500, 'the call sent during the stop was answered by its deadline');
+      assert.ok(Date.now() - t0 < 4800, 'the call sent during the stop was answered by its deadline');
       assert.ok(second.sc.end_reason === 'timeout' || second.sc.stdout === 'late\n', second.text);
 
       const rest = 5000 - (Date.now() - t0);
