@@ -55,6 +55,8 @@ bool is_identifier_char(char c) {
 // Recursive descent over the PEP 508 marker grammar: or binds looser than and; parentheses group.
 class Parser {
  public:
+  static constexpr int kMaxMarkerNesting = 64;
+
   explicit Parser(std::string_view s) : s_(s) {}
 
   Node parse() {
@@ -119,11 +121,17 @@ class Parser {
   Node parse_expression() {
     skip_space();
     if (pos_ < s_.size() && s_[pos_] == '(') {
+      // Each level recurses (here, in evaluation and in the tree's destruction): bounded, so
+      // that no marker a client sends can exhaust the stack.
+      if (++depth_ > kMaxMarkerNesting) {
+        fail("parentheses nested deeper than " + std::to_string(kMaxMarkerNesting) + " levels");
+      }
       ++pos_;
       Node inner = parse_or();
       skip_space();
       if (pos_ >= s_.size() || s_[pos_] != ')') fail("expected ')'");
       ++pos_;
+      --depth_;
       return inner;
     }
     Node node;
@@ -193,6 +201,7 @@ class Parser {
 
   std::string_view s_;
   std::size_t pos_ = 0;
+  int depth_ = 0;  // open parentheses
 };
 
 std::string lookup(const Operand& operand, const MarkerEnvironment& env) {

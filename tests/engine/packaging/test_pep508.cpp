@@ -186,3 +186,24 @@ TEST_CASE("PEP 508 marker syntax check", "[pep508][markers]") {
   CHECK_THAT(*error, Catch::Contains("PEP 508"));
   CHECK_THAT(*error, Catch::Contains("column 27"));
 }
+
+TEST_CASE("PEP 508 markers: deep nesting is refused, not a stack overflow", "[pep508][markers]") {
+  // Found by fuzz/fuzz_pep508 (fuzz/regressions/pep508/): "y; (((((..." a few thousand levels
+  // deep exhausted the stack of the recursive-descent parser, i.e. crashed the server.
+  auto nested = [](int depth) {
+    return std::string(static_cast<std::size_t>(depth), '(') + "python_version >= '3'" +
+           std::string(static_cast<std::size_t>(depth), ')');
+  };
+  CHECK_FALSE(engine::marker_syntax_error(nested(64)));
+  const auto error = engine::marker_syntax_error(nested(65));
+  REQUIRE(error.has_value());
+  CHECK_THAT(*error, Catch::Contains("nested deeper than 64"));
+  engine::MarkerEnvironment env;
+  env.python_version = "3.11";
+  env.python_full_version = "3.11.2";
+  CHECK(engine::evaluate_marker(nested(64), env));
+  CHECK_FALSE(engine::evaluate_marker(nested(1 << 20), env));
+  std::string why;
+  CHECK_FALSE(engine::parse_requirement("y; " + std::string(1 << 20, '('), &why));
+  CHECK_THAT(why, Catch::Contains("nested deeper than 64"));
+}
