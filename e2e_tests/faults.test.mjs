@@ -1,6 +1,7 @@
 // Injected faults, each through the real MCP SDK client: the parts under the server break on
-// purpose and the server must say what failed, lose nothing else, leave no process or fd behind,
-// and keep answering. Runs as root and as an unprivileged user (scripts/test.sh).
+// purpose (and one script attacks the result channel) and the server must say what failed, lose
+// nothing else, leave no process or fd behind, and keep answering. Runs as root and as an
+// unprivileged user (scripts/test.sh).
 //
 // The full-filesystem case needs a small filesystem for --cache-dir: as root the test mounts a
 // tmpfs itself; an unprivileged run is handed one in MPES_FAULT_SMALL_FS (scripts/test.sh makes
@@ -481,6 +482,26 @@ describe('faults', () => {
     await pending;
     await conn.client.close().catch(() => {});
     assert.doesNotMatch(conn.stderr(), /terminate called|Assertion|AddressSanitizer/);
+  });
+
+  test('a script writing a 4-million-deep JSON value on its result channel', async () => {
+    // The channel's fd is the script's to write: a value no runner makes must not take the
+    // server down (it did: serialising it overflowed the stack).
+    const { conn, base } = await start(['--max-output-bytes', String(16 << 20)]);
+    try {
+      const { sc, text } = await run(conn.client, [
+        'import os, struct',
+        'deep = b"[" * 4000000 + b"]" * 4000000',
+        'frame = lambda t, p: struct.pack("<IB", len(p), t) + p',
+        'os.write(5, frame(1, b"deep") + frame(2, deep) + frame(5, struct.pack("<iqqqq", 0, 0, 0, 0, 0)))',
+        'os.close(5)',
+      ].join('\n'));
+      assert.equal(sc.exit_code, 0, text);
+      assert.deepEqual(sc.return_value, { repr: 'deep' }, 'the repr is kept, the JSON form dropped');
+      await assertRecovered(conn, base, 'after a hostile result channel');
+    } finally {
+      await closeAndCheck(conn);
+    }
   });
 
   test('1,000 cancellations racing their runs\' ends', async (t) => {

@@ -65,7 +65,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(cut.images.size() <= limits.max_images);
   FUZZ_CHECK(cut.notes.size() <= engine::kMaxNotes);
   if (cut.value_repr) FUZZ_CHECK(cut.value_repr->size() <= limits.max_value_bytes);
-  if (cut.value_json) FUZZ_CHECK(cut.value_repr.has_value());
+  if (cut.value_json) {
+    FUZZ_CHECK(cut.value_repr.has_value());
+    // What the server does with it: serialise it into the call's structuredContent.
+    (void)cut.value_json->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   for (const auto& image : cut.images) FUZZ_CHECK(image.mime_type == "image/png");
   return 0;
 }

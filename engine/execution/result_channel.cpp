@@ -34,6 +34,30 @@ const char* frame_name(ResultFrame type) {
   return "?";
 }
 
+// Bracket depth of JSON text (outside strings) stays within `limit`.
+bool json_nesting_within(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false, escape = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void ResultDecoder::reject(std::string why) {
@@ -90,7 +114,11 @@ void ResultDecoder::take_frame(ResultFrame type, std::string_view payload) {
       result_.value_repr = OutputCapture::capture(payload, 2 * limits_.max_value_bytes).text;
       return;
     case ResultFrame::value_json: {
-      if (!result_.value_repr || result_.value_json) return reject("a JSON value without its repr, or a second one");
+      if (!result_.value_repr || json_seen_) return reject("a JSON value without its repr, or a second one");
+      json_seen_ = true;
+      // Serialising and comparing JSON recurse: a value nested deeper than any the runner
+      // produces (json.dumps stops near 1000 levels) keeps only its repr.
+      if (!json_nesting_within(payload, kMaxValueJsonNesting)) return;
       auto parsed = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
       if (parsed.is_discarded()) return reject("a JSON value that does not parse");
       result_.value_json = std::move(parsed);

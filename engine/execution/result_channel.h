@@ -40,6 +40,8 @@ inline constexpr std::uint32_t kMaxImageSide = 1568;  // pixels, longest side
 inline constexpr std::size_t kMaxNoteBytes = 1024;
 inline constexpr std::size_t kMaxNotes = 8;
 inline constexpr std::size_t kEndFrameBytes = 4 + 4 * 8;
+// Deepest value_json kept (deeper ones keep their repr only): the server serialises it recursively.
+inline constexpr int kMaxValueJsonNesting = 1000;
 
 struct ResultLimits {
   std::size_t max_value_bytes = 102400;  // repr and JSON text each (--max-output-bytes)
@@ -84,6 +86,7 @@ class ResultDecoder {
   ResultLimits limits_;
   std::string pending_;  // an incomplete frame
   std::size_t frames_ = 0;
+  bool json_seen_ = false;  // a value_json frame came (kept or, too deep, dropped)
   RunnerResult result_;
   std::string error_;
 };

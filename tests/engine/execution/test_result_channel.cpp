@@ -234,3 +234,40 @@ TEST_CASE("a repr is bounded as sent: control bytes are cut, escapes that at mos
   quotes.append(encode_result_frame(ResultFrame::value_repr, escaped) + engine::encode_runner_end({}));
   CHECK(quotes.finish().value_repr == escaped);
 }
+
+TEST_CASE("a JSON value nested beyond what the runner makes keeps only its repr") {
+  // A script can write its own frames on the result channel: with --max-output-bytes raised,
+  // "[[[[..." four million levels deep crashed the server when it serialised the value.
+  auto stream = [](int depth) {
+    const std::string deep = std::string(static_cast<std::size_t>(depth), '[') +
+                             std::string(static_cast<std::size_t>(depth), ']');
+    return encode_result_frame(ResultFrame::value_repr, "deep") +
+           encode_result_frame(ResultFrame::value_json, deep) + engine::encode_runner_end(sample_end());
+  };
+  engine::ResultLimits limits;
+  limits.max_value_bytes = 64 << 20;
+  {
+    ResultDecoder decoder(limits);
+    decoder.append(stream(engine::kMaxValueJsonNesting));
+    const auto result = decoder.finish();
+    CHECK_FALSE(decoder.failed());
+    CHECK(result.value_json.has_value());
+  }
+  {
+    ResultDecoder decoder(limits);
+    decoder.append(stream(4'000'000));
+    const auto result = decoder.finish();
+    CHECK_FALSE(decoder.failed());
+    CHECK(result.value_repr == "deep");
+    CHECK_FALSE(result.value_json.has_value());
+    REQUIRE(result.end.has_value());
+  }
+  {
+    // Brackets inside strings do not count.
+    ResultDecoder decoder(limits);
+    decoder.append(encode_result_frame(ResultFrame::value_repr, "s") +
+                   encode_result_frame(ResultFrame::value_json, "\"" + std::string(5000, '[') + "\"") +
+                   engine::encode_runner_end(sample_end()));
+    CHECK(decoder.finish().value_json.has_value());
+  }
+}
