@@ -244,17 +244,17 @@ TEST_CASE("a JSON value nested beyond what the runner makes keeps only its repr"
     return encode_result_frame(ResultFrame::value_repr, "deep") +
            encode_result_frame(ResultFrame::value_json, deep) + engine::encode_runner_end(sample_end());
   };
-  engine::ResultLimits limits;
-  limits.max_value_bytes = 64 << 20;
+  engine::ResultLimits big;  // any frame size: --max-output-bytes raised
+  big.max_value_bytes = 64 << 20;
   {
-    ResultDecoder decoder(limits);
+    ResultDecoder decoder(big);
     decoder.append(stream(engine::kMaxValueJsonNesting));
     const auto result = decoder.finish();
     CHECK_FALSE(decoder.failed());
     CHECK(result.value_json.has_value());
   }
   {
-    ResultDecoder decoder(limits);
+    ResultDecoder decoder(big);
     decoder.append(stream(4'000'000));
     const auto result = decoder.finish();
     CHECK_FALSE(decoder.failed());
@@ -264,7 +264,7 @@ TEST_CASE("a JSON value nested beyond what the runner makes keeps only its repr"
   }
   {
     // Brackets inside strings do not count.
-    ResultDecoder decoder(limits);
+    ResultDecoder decoder(big);
     decoder.append(encode_result_frame(ResultFrame::value_repr, "s") +
                    encode_result_frame(ResultFrame::value_json, "\"" + std::string(5000, '[') + "\"") +
                    engine::encode_runner_end(sample_end()));
