@@ -331,6 +331,9 @@ describe('faults', () => {
     }
     const cache = path.join(dir, 'cache');
     const filler = path.join(dir, 'filler');
+    // Never fill a real disk: the filesystem must be a small one made for this.
+    const { blocks, bsize } = fs.statfsSync(dir);
+    assert.ok(blocks * bsize <= 64 << 20, `${dir} is not a small filesystem (${blocks * bsize} bytes)`);
     try {
       fs.mkdirSync(cache, { mode: 0o755 });
       fs.chmodSync(cache, 0o755);

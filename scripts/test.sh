@@ -42,11 +42,15 @@ if [ "$(id -u)" -eq 0 ]; then
   # A small filesystem the user owns, for the full --cache-dir fault (only root can mount it).
   # Under the home directory: a run's sandbox replaces /tmp with its own.
   small_fs=$(runuser -u "$user" -- mktemp -d "/home/$user/.mpes-fault-fs.XXXXXX")
-  mount -t tmpfs -o "size=4m,mode=0755,uid=$(id -u "$user"),gid=$(id -g "$user")" tmpfs "$small_fs"
+  small_fs_env=()
+  if mount -t tmpfs -o "size=4m,mode=0755,uid=$(id -u "$user"),gid=$(id -g "$user")" tmpfs "$small_fs"; then
+    small_fs_env=(MPES_FAULT_SMALL_FS="$small_fs")
+  fi
   suite "e2e ($user)" runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="/home/$user" \
-    MPES_SERVER="$stage/build/mcp-python-exec-sandbox" MPES_FAULT_SMALL_FS="$small_fs" \
+    MPES_SERVER="$stage/build/mcp-python-exec-sandbox" "${small_fs_env[@]}" \
     bash -c "cd '$stage/e2e_tests' && node --test --test-concurrency=1 --test-reporter=spec ."
-  umount "$small_fs"; rmdir "$small_fs"
+  if ((${#small_fs_env[@]})); then umount "$small_fs"; fi
+  rmdir "$small_fs"
   rm -rf "$stage"
 fi
 
