@@ -1,74 +1,12 @@
 // Raw JSON-RPC lines through a plain child process: what SDK clients never send.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { serverPath } from './lib/client.mjs';
-
-class RawServer {
-  constructor(args = []) {
-    this.child = spawn(serverPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
-    this.messages = [];
-    this.waiters = [];
-    this.stderr = '';
-    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
-    let buffer = '';
-    this.child.stdout.on('data', (chunk) => {
-      buffer += chunk;
-      let nl;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        // stdout carries nothing but JSON-RPC messages, one per line.
-        const message = JSON.parse(line);
-        assert.ok(Array.isArray(message) || message.jsonrpc === '2.0', `not JSON-RPC: ${line}`);
-        this.messages.push(message);
-        this.waiters = this.waiters.filter((w) => !w());
-      }
-    });
-    this.child.stderr.on('data', (d) => { this.stderr += d; });
-  }
-
-  send(message) {
-    const line = typeof message === 'string' ? message : JSON.stringify(message);
-    return new Promise((resolve) => this.child.stdin.write(line + '\n', resolve));
-  }
-
-  // Resolves with the first message (already received or future) matching `pred`.
-  next(pred, timeoutMs = 5000) {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const index = this.messages.findIndex(pred);
-        if (index < 0) return false;
-        clearTimeout(timer);
-        resolve(this.messages.splice(index, 1)[0]);
-        return true;
-      };
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== check);
-        reject(new Error(`no matching message within ${timeoutMs} ms; got ${JSON.stringify(this.messages)}`));
-      }, timeoutMs);
-      if (!check()) this.waiters.push(check);
-    });
-  }
-
-  byId(id, timeoutMs) { return this.next((m) => !Array.isArray(m) && m.id === id, timeoutMs); }
-
-  async initialize(protocolVersion = '2025-06-18') {
-    await this.send({ jsonrpc: '2.0', id: 'init', method: 'initialize',
-      params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
-    const response = await this.byId('init');
-    await this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    return response;
-  }
-
-  async close() {
-    this.child.stdin.end();
-    return this.exited;
-  }
-}
+import { RawServer } from './lib/raw_server.mjs';
 
 test('malformed JSON gets -32700 with no id member, then serving goes on', async () => {
   const s = new RawServer();
@@ -146,12 +84,13 @@ test('unknown method -32601; requests before initialize get a prompt error', asy
   assert.equal(await s.close(), 0);
 });
 
-test('server/discover fails at once, so probing clients fall back to initialize', async () => {
+test('server/discover without the per-request _meta is refused at once; initialize still follows', async () => {
   const s = new RawServer();
   const started = Date.now();
   await s.send({ jsonrpc: '2.0', id: 'probe', method: 'server/discover', params: {} });
   const response = await s.byId('probe', 2000);
-  assert.equal(response.error.code, -32601);
+  assert.equal(response.error.code, -32602);
+  assert.match(response.error.message, /io\.modelcontextprotocol\/protocolVersion/);
   assert.ok(Date.now() - started < 1000);
   const init = await s.initialize('2025-11-25');
   assert.equal(init.result.protocolVersion, '2025-11-25');

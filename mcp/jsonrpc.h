@@ -17,6 +17,10 @@ enum ErrorCode : int {
   kMethodNotFound = -32601,
   kInvalidParams = -32602,
   kInternalError = -32603,
+  // Defined by MCP 2026-07-28 (the range -32020..-32099 is reserved to the specification).
+  kHeaderMismatch = -32020,
+  kMissingRequiredClientCapability = -32021,
+  kUnsupportedProtocolVersion = -32022,
 };
 
 // Deepest nesting accepted in an incoming message; deeper input is a parse error, so that no

@@ -1,9 +1,10 @@
-// The MCP session over one connection: lifecycle and version negotiation, JSON-RPC dispatch and
-// errors, batches (2025-03-26 only), concurrent tool calls, cancellation, progress and logging.
+// MCP over one line stream (the stdio transport), in both eras: a request carrying the
+// stateless era's per-request _meta (2026-07-28) is served on its own by the StatelessHandler;
+// everything else belongs to the connection's initialize-era session (LegacySession). Both
+// share one table of calls in flight, so notifications/cancelled and shutdown reach every call.
 // Transport-agnostic: lines in, serialized messages out through a sink. Single-threaded.
 #pragma once
 
-#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,27 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mcp/call_table.h"
+#include "mcp/era.h"
 #include "mcp/framing.h"
+#include "mcp/legacy_session.h"
 #include "mcp/log_level.h"
+#include "mcp/stateless_handler.h"
 #include "mcp/tool_registry.h"
 
 namespace mcp {
-
-namespace detail {
-struct SessionState;
-}  // namespace detail
-
-// Newest first; the first is answered when a client asks for a version we do not speak.
-inline constexpr std::array<std::string_view, 4> kSupportedProtocolVersions = {
-    "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
-
-std::string_view negotiate_protocol_version(std::string_view requested);
-
-struct SessionOptions {
-  std::string instructions;                  // initialize result "instructions"
-  LogLevel log_level = LogLevel::warning;     // until the client sends logging/setLevel
-  std::string logger_name = "mcp-python-exec-sandbox";
-};
 
 class Session {
  public:
@@ -49,7 +38,8 @@ class Session {
   // Called once, right after the initialize response has been handed to the sink.
   void set_on_initialized(std::function<void()> callback);
 
-  // notifications/message to the client when initialized and `level` passes logging/setLevel.
+  // A server log record: notifications/message to an initialized session whose
+  // logging/setLevel lets `level` pass (stateless requests get only their own records).
   void log(LogLevel level, nlohmann::json data);
   bool wants_log(LogLevel level) const;
 
@@ -68,7 +58,15 @@ class Session {
   void abandon_in_flight(const std::string& reason);
 
  private:
-  std::shared_ptr<detail::SessionState> state_;
+  void send(const nlohmann::json& message);
+  // Calls may outlive the session (an engine callback after shutdown): their outlets hold the
+  // sink weakly.
+  Outlet outlet();
+
+  std::shared_ptr<Sink> sink_;
+  CallTable calls_;
+  LegacySession legacy_;
+  StatelessHandler stateless_;
 };
 
 }  // namespace mcp

@@ -4,11 +4,21 @@
 
 namespace mcp {
 
+namespace {
+
+nlohmann::json with_dialect(const nlohmann::json& schema) {
+  nlohmann::json out = schema;
+  if (out.is_object() && !out.contains("$schema")) out["$schema"] = kJsonSchemaDialect;
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json ToolDefinition::to_json() const {
   nlohmann::json tool = {{"name", name}, {"description", description},
-                         {"inputSchema", input_schema}};
+                         {"inputSchema", with_dialect(input_schema)}};
   if (!title.empty()) tool["title"] = title;
-  if (!output_schema.is_null()) tool["outputSchema"] = output_schema;
+  if (!output_schema.is_null()) tool["outputSchema"] = with_dialect(output_schema);
   if (!annotations.is_null()) tool["annotations"] = annotations;
   return tool;
 }

@@ -43,9 +43,14 @@ struct ToolDefinition {
   nlohmann::json output_schema;  // null = none
   nlohmann::json annotations;    // null = none
   ToolHandler handler;
+  bool takes_run_slot = false;   // its calls run scripts: on HTTP they wait their turn fairly
 
-  nlohmann::json to_json() const;  // the tools/list entry
+  // The tools/list entry. Both schemas are JSON Schema 2020-12 and say so ($schema), in every
+  // protocol version.
+  nlohmann::json to_json() const;
 };
+
+inline constexpr const char* kJsonSchemaDialect = "https://json-schema.org/draft/2020-12/schema";
 
 // The annotations of a tool that only reads: read-only, idempotent, closed world.
 nlohmann::json read_only_annotations(const std::string& title);

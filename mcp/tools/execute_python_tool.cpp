@@ -82,6 +82,7 @@ ToolDefinition make_execute_python_tool(const Services& services) {
       {"required", {"script"}},
   };
   tool.output_schema = run_output_schema();
+  tool.takes_run_slot = true;
   tool.annotations = {{"title", tool.title},
                       {"readOnlyHint", false},
                       {"destructiveHint", false},

@@ -7,86 +7,12 @@
 
 #include "mcp/server_info.h"
 #include "mcp/session.h"
+#include "tests/support/session_harness.h"
 
 using nlohmann::json;
 
-namespace {
-
-// A tool whose calls stay open until the test finishes them.
-struct PendingCalls {
-  std::vector<std::shared_ptr<mcp::ToolCall>> calls;
-  int cancel_hooks_run = 0;
-};
-
-struct Harness {
-  mcp::ToolRegistry registry;
-  std::vector<json> out;
-  PendingCalls pending;
-  std::unique_ptr<mcp::Session> session;
-  int initialized_callbacks = 0;
-  std::size_t messages_when_initialized = 0;
-
-  Harness() {
-    mcp::ToolDefinition echo;
-    echo.name = "echo";
-    echo.description = "echoes";
-    echo.input_schema = {{"type", "object"}, {"properties", json::object()}};
-    echo.handler = [](std::shared_ptr<mcp::ToolCall> call) {
-      call->finish({{"content", json::array({{{"type", "text"}, {"text", call->arguments().dump()}}})}});
-    };
-    registry.add(echo);
-    mcp::ToolDefinition slow;
-    slow.name = "slow";
-    slow.description = "never answers by itself";
-    slow.input_schema = {{"type", "object"}, {"properties", json::object()}};
-    slow.handler = [this](std::shared_ptr<mcp::ToolCall> call) {
-      call->on_cancel([this] { ++pending.cancel_hooks_run; });
-      pending.calls.push_back(call);
-    };
-    registry.add(slow);
-    mcp::ToolDefinition broken;
-    broken.name = "broken";
-    broken.description = "throws";
-    broken.input_schema = {{"type", "object"}, {"properties", json::object()}};
-    broken.handler = [](std::shared_ptr<mcp::ToolCall>) { throw std::runtime_error("boom"); };
-    registry.add(broken);
-    session = std::make_unique<mcp::Session>(registry, mcp::SessionOptions{"Use the tools."},
-                                             [this](std::string line) {
-                                               REQUIRE(line.find('\n') == std::string::npos);
-                                               out.push_back(json::parse(line));
-                                             });
-    session->set_on_initialized([this] {
-      ++initialized_callbacks;
-      messages_when_initialized = out.size();
-    });
-  }
-
-  void line(const std::string& text) { session->handle_line(text); }
-  void send(const json& message) { session->handle_line(message.dump()); }
-  void request(const json& id, const std::string& method, const json& params = json::object()) {
-    send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
-  }
-  void notify(const std::string& method, const json& params = json::object()) {
-    send({{"jsonrpc", "2.0"}, {"method", method}, {"params", params}});
-  }
-  json initialize(const std::string& version = "2025-06-18") {
-    request(0, "initialize",
-            {{"protocolVersion", version}, {"capabilities", json::object()},
-             {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
-    notify("notifications/initialized");
-    return take();
-  }
-  json take() {
-    REQUIRE_FALSE(out.empty());
-    json first = out.front();
-    out.erase(out.begin());
-    return first;
-  }
-};
-
-int error_code(const json& response) { return response.at("error").at("code").get<int>(); }
-
-}  // namespace
+using test_support::Harness;
+using test_support::error_code;
 
 TEST_CASE("initialize echoes a supported version and answers the newest otherwise") {
   for (auto version : mcp::kSupportedProtocolVersions) {
@@ -122,7 +48,7 @@ TEST_CASE("warm-up is triggered only after the initialize response went out") {
   CHECK(h.initialized_callbacks == 1);
 }
 
-TEST_CASE("before initialize only ping is served; server/discover always fails fast") {
+TEST_CASE("before initialize only ping is served to requests without the per-request _meta") {
   Harness h;
   h.request(1, "ping");
   CHECK(h.take() == json{{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}});
@@ -131,11 +57,7 @@ TEST_CASE("before initialize only ping is served; server/discover always fails f
   CHECK(response["id"] == 2);
   CHECK(error_code(response) == -32600);
   CHECK(response["error"]["message"].get<std::string>().find("initialize") != std::string::npos);
-  h.request(3, "server/discover");
-  CHECK(error_code(h.take()) == -32601);
   h.initialize();
-  h.request(4, "server/discover");
-  CHECK(error_code(h.take()) == -32601);
   h.request(5, "ping");
   CHECK(h.take()["result"] == json::object());
 }

@@ -1,0 +1,68 @@
+// A server under test driven with raw JSON-RPC lines through a plain child process (what SDK
+// clients never send); asserts that stdout carries nothing but JSON-RPC messages.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { serverPath } from './client.mjs';
+
+export class RawServer {
+  constructor(args = []) {
+    this.child = spawn(serverPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.messages = [];
+    this.waiters = [];
+    this.stderr = '';
+    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
+    let buffer = '';
+    this.child.stdout.on('data', (chunk) => {
+      buffer += chunk;
+      let nl;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        // stdout carries nothing but JSON-RPC messages, one per line.
+        const message = JSON.parse(line);
+        assert.ok(Array.isArray(message) || message.jsonrpc === '2.0', `not JSON-RPC: ${line}`);
+        this.messages.push(message);
+        this.waiters = this.waiters.filter((w) => !w());
+      }
+    });
+    this.child.stderr.on('data', (d) => { this.stderr += d; });
+  }
+
+  send(message) {
+    const line = typeof message === 'string' ? message : JSON.stringify(message);
+    return new Promise((resolve) => this.child.stdin.write(line + '\n', resolve));
+  }
+
+  // Resolves with the first message (already received or future) matching `pred`.
+  next(pred, timeoutMs = 5000) {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const index = this.messages.findIndex(pred);
+        if (index < 0) return false;
+        clearTimeout(timer);
+        resolve(this.messages.splice(index, 1)[0]);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== check);
+        reject(new Error(`no matching message within ${timeoutMs} ms; got ${JSON.stringify(this.messages)}`));
+      }, timeoutMs);
+      if (!check()) this.waiters.push(check);
+    });
+  }
+
+  byId(id, timeoutMs) { return this.next((m) => !Array.isArray(m) && m.id === id, timeoutMs); }
+
+  async initialize(protocolVersion = '2025-06-18') {
+    await this.send({ jsonrpc: '2.0', id: 'init', method: 'initialize',
+      params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const response = await this.byId('init');
+    await this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return response;
+  }
+
+  async close() {
+    this.child.stdin.end();
+    return this.exited;
+  }
+}

@@ -1,0 +1,62 @@
+// One session of the initialize era (2024-11-05 .. 2025-11-25): the stdio process after
+// `initialize`, or one Mcp-Session-Id on HTTP. Lifecycle and version negotiation, ping,
+// logging/setLevel, tools/list, tools/call on the session's call table, and JSON-RPC batches
+// (2025-03-26 only). Every incoming message is answered through the Outlet it came with, so the
+// same session serves a line stream and per-request HTTP responses. Single-threaded.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "mcp/call_table.h"
+#include "mcp/log_level.h"
+#include "mcp/tool_registry.h"
+
+namespace mcp {
+
+struct SessionOptions {
+  std::string instructions;                  // initialize result "instructions"
+  LogLevel log_level = LogLevel::warning;     // until the client sends logging/setLevel
+  std::string logger_name = "mcp-python-exec-sandbox";
+};
+
+class LegacySession {
+ public:
+  // `calls` must outlive the session's calls (its owner keeps both).
+  LegacySession(const ToolRegistry& tools, SessionOptions options, CallTable& calls);
+  ~LegacySession();
+  LegacySession(const LegacySession&) = delete;
+  LegacySession& operator=(const LegacySession&) = delete;
+
+  // One message object. `outlet.done` is called once: the response, or nullopt (notifications,
+  // client responses, cancelled requests).
+  void handle(const nlohmann::json& message, const Outlet& outlet);
+  // A JSON-RPC batch: one array of responses (nullopt when there is none). Refused (-32600)
+  // unless 2025-03-26 was negotiated.
+  void handle_batch(const nlohmann::json& batch, const Outlet& outlet);
+
+  // Called once, right after the initialize response has been handed to its outlet.
+  void set_on_initialized(std::function<void()> callback);
+  // Where log records unrelated to any request go (the stdio stream); empty: nowhere.
+  void set_unrelated_sink(std::function<void(nlohmann::json)> sink);
+  // A server log record: notifications/message through the unrelated sink when initialized and
+  // `level` passes logging/setLevel.
+  void log(LogLevel level, nlohmann::json data);
+  bool wants_log(LogLevel level) const;
+
+  bool initialized() const;
+  const std::string& protocol_version() const;  // "" before initialize
+  // New requests are refused from now on (shutdown).
+  void stop_accepting();
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace mcp
