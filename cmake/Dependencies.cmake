@@ -14,6 +14,24 @@ if(MPES_BUILD_TESTS)
 endif()
 find_package(Asio REQUIRED)
 find_package(Threads REQUIRED)
+# RESTinio (librestinio-dev) serves the Streamable HTTP transport on the server's own io_context,
+# with http-parser (libhttp-parser-dev) underneath and fmt. Its CMake target would also define
+# ASIO_DISABLE_STD_STRING_VIEW in the files that use it only, compiling asio two ways in one
+# program; mpes_restinio takes just its headers and libraries (static http-parser and header-only
+# fmt for the wheel).
+find_package(restinio REQUIRED)  # its version file accepts exact versions only (0.6.16)
+find_package(fmt REQUIRED)
+if(MPES_STATIC_DEPS)
+  find_library(HTTP_PARSER_LIBRARY NAMES libhttp_parser.a REQUIRED)
+  set(MPES_FMT_TARGET fmt::fmt-header-only)
+else()
+  find_library(HTTP_PARSER_LIBRARY NAMES http_parser REQUIRED)
+  set(MPES_FMT_TARGET fmt::fmt)
+endif()
+get_target_property(MPES_RESTINIO_INCLUDES restinio::restinio INTERFACE_INCLUDE_DIRECTORIES)
+add_library(mpes_restinio INTERFACE)
+target_include_directories(mpes_restinio SYSTEM INTERFACE ${MPES_RESTINIO_INCLUDES})
+target_link_libraries(mpes_restinio INTERFACE ${MPES_FMT_TARGET} ${HTTP_PARSER_LIBRARY})
 
 if(NOT MPES_STATIC_DEPS)
   find_package(spdlog REQUIRED)
@@ -25,7 +43,6 @@ endif()
 
 # spdlog over fmt, both header-only (Debian's spdlog::spdlog_header_only still links libfmt.so),
 # under the target names the rest of the build links.
-find_package(fmt REQUIRED)
 find_path(MPES_SPDLOG_INCLUDE_DIR NAMES spdlog/spdlog.h REQUIRED)
 add_library(spdlog::spdlog INTERFACE IMPORTED)
 set_target_properties(spdlog::spdlog PROPERTIES

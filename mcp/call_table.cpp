@@ -240,6 +240,12 @@ void CallTable::cancel_all() {
   for (const auto& call : calls) call->request_cancel();
 }
 
+void CallTable::drop_all() {
+  std::vector<std::string> keys;
+  for (const auto& [key, call] : state_->calls) keys.push_back(key);
+  for (const auto& key : keys) cancel(key);
+}
+
 void CallTable::abandon_all(const std::string& reason) {
   std::vector<std::shared_ptr<CallImpl>> calls;
   for (const auto& [key, call] : state_->calls) calls.push_back(call);

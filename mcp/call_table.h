@@ -58,6 +58,9 @@ class CallTable {
   // out (or was suppressed).
   void when_empty(std::function<void()> callback);
 
+  // The client is gone (an HTTP session ended): every call is cancelled and nothing is sent.
+  void drop_all();
+
   // Shutdown, step 1: ask every call to stop; results (with the output so far) still go out.
   void cancel_all();
   // Shutdown, step 2: answer every call still without a result with an internal error.

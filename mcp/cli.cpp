@@ -4,6 +4,7 @@
 // splitting (CLI/StringTools.hpp); it is not in our code and cannot be fixed from here.
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +13,9 @@
 #include <charconv>
 #include <cstring>
 #include <cstdint>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 
@@ -79,10 +82,52 @@ std::string one_line(std::string text) {
 
 constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 
+// --host: an IPv4 or IPv6 literal, or "localhost". Sets whether it is a loopback address.
+std::string parse_host(const std::string& host, bool& loopback) {
+  if (host == "localhost") {
+    loopback = true;
+    return "127.0.0.1";
+  }
+  in_addr v4{};
+  in6_addr v6{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    loopback = (ntohl(v4.s_addr) >> 24) == 127;
+    return host;
+  }
+  if (::inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    loopback = IN6_IS_ADDR_LOOPBACK(&v6);
+    return host;
+  }
+  throw UsageError("--host: expected an IP address (e.g. 127.0.0.1, 0.0.0.0, ::1) or localhost, got '" +
+                   host + "'");
+}
+
+// The bearer token: the file's content without surrounding whitespace; visible ASCII only.
+std::string read_token(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream content;
+  content << file.rdbuf();
+  if (!file) throw UsageError("--auth-token-file: cannot read '" + path + "'");
+  std::string token = content.str();
+  const auto first = token.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) throw UsageError("--auth-token-file: '" + path + "' is empty");
+  token = token.substr(first, token.find_last_not_of(" \t\r\n") - first + 1);
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7e) {
+      throw UsageError("--auth-token-file: the token must be one word of visible ASCII characters");
+    }
+  }
+  if (token.size() < 16) {
+    throw UsageError("--auth-token-file: the token has " + std::to_string(token.size()) +
+                     " characters; use at least 16 (e.g. openssl rand -hex 32 > FILE)");
+  }
+  return token;
+}
+
 }  // namespace
 
 CliResult parse_cli(const std::vector<std::string>& args) {
-  CLI::App app{"MCP server (stdio) that runs untrusted Python in a sandbox, each run forked from "
+  CLI::App app{"MCP server (stdio or Streamable HTTP) that runs untrusted Python in a sandbox, each run forked from "
                "a pre-warmed interpreter.",
                std::string(kServerName)};
   app.set_help_flag("-h,--help", "Print this help and exit");
@@ -90,9 +135,11 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   std::string python_version, backend = "native", max_timeout = "300", default_timeout = "30",
               max_output = "102400", uv_path = "uv", log_level = "info", max_concurrent,
               network = "on", memory_mb, max_processes, cpu_seconds, tmpfs_mb, cache_dir,
-              env_cache_mb, max_zygotes, zygote_idle, max_images, index_url, run_file;
+              env_cache_mb, max_zygotes, zygote_idle, max_images, index_url, run_file,
+              transport = "stdio", host = "127.0.0.1", port = "8000", token_file,
+              max_connections, read_timeout;
   std::vector<std::string> preload, extra_index_urls, find_links;
-  bool no_warm_cache = false, offline = false, version = false;
+  bool no_warm_cache = false, offline = false, version = false, allow_unauthenticated = false;
 
   app.add_option("--python-version", python_version,
                  "CPython X.Y that runs scripts (default: the default interpreter's, "
@@ -130,6 +177,21 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   app.add_option("--extra-index-url", extra_index_urls, "Additional package index URL (repeatable)");
   app.add_option("--find-links", find_links, "Extra place to find packages (repeatable)");
   app.add_flag("--offline", offline, "Install only from caches and --find-links, never the network");
+  app.add_option("--transport", transport, "stdio | http (default: stdio)");
+  app.add_option("--host", host,
+                 "HTTP: address to listen on, an IP address or localhost (default: 127.0.0.1)");
+  app.add_option("--port", port, "HTTP: port to listen on; 0 = any free port (default: 8000)");
+  app.add_option("--auth-token-file", token_file,
+                 "HTTP: file holding the bearer token every request must carry "
+                 "(Authorization: Bearer TOKEN); required to listen beyond loopback");
+  app.add_flag("--allow-unauthenticated", allow_unauthenticated,
+               "HTTP: listen beyond loopback without a token (anyone who reaches the port can "
+               "run code)");
+  app.add_option("--max-connections", max_connections,
+                 "HTTP: connections open at once; more wait to be accepted (default: 256)");
+  app.add_option("--http-read-timeout", read_timeout,
+                 "HTTP: seconds to receive one request, headers and body; also closes idle "
+                 "connections (default: 30)");
   app.add_option("--run", run_file,
                  "Run FILE once through the sandbox, print the result and exit with its exit code "
                  "(no MCP)");
@@ -260,7 +322,44 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     config.index.find_links = find_links;
     config.index.offline = offline;
 
+    if (transport == "http") {
+      options.transport = Transport::http;
+    } else if (transport != "stdio") {
+      throw UsageError("--transport: expected stdio or http, got '" + transport + "'");
+    }
+    for (const char* flag : {"--host", "--port", "--auth-token-file", "--allow-unauthenticated",
+                             "--max-connections", "--http-read-timeout"}) {
+      if (app.count(flag) != 0 && options.transport != Transport::http) {
+        throw UsageError(std::string(flag) + ": only with --transport http");
+      }
+    }
+    auto& http = options.http;
+    http.host = parse_host(host, http.loopback);
+    http.port = static_cast<std::uint16_t>(parse_integer("--port", port, 0, 65535));
+    if (app.count("--auth-token-file") != 0) {
+      require_plain_text("--auth-token-file", token_file);
+      http.auth_token = read_token(token_file);
+    }
+    http.allow_unauthenticated = allow_unauthenticated;
+    if (!max_connections.empty()) {
+      http.max_connections =
+          static_cast<unsigned>(parse_integer("--max-connections", max_connections, 1, 65536));
+    }
+    if (!read_timeout.empty()) {
+      http.read_timeout_seconds =
+          static_cast<unsigned>(parse_integer("--http-read-timeout", read_timeout, 1, 3600));
+    }
+    if (options.transport == Transport::http && !http.loopback && !http.auth_token &&
+        !http.allow_unauthenticated) {
+      throw UsageError("--host: " + http.host +
+                       " is not a loopback address and this server runs code for whoever reaches "
+                       "it; give --auth-token-file FILE (clients send Authorization: Bearer "
+                       "TOKEN), or --allow-unauthenticated if something in front of it "
+                       "authenticates");
+    }
+
     if (app.count("--run") != 0) {
+      if (options.transport == Transport::http) throw UsageError("--run: not with --transport http");
       require_plain_text("--run", run_file);
       // A regular file, readable, of a script's size: not a directory, a device or a FIFO
       // (read forever, or never).

@@ -1,6 +1,7 @@
 #include "mcp/fair_queue.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <utility>
@@ -20,14 +21,26 @@ struct FairQueue::Ticket::State {
   std::size_t running = 0;
   std::size_t waiting = 0;
   std::map<std::string, std::deque<std::shared_ptr<Entry>>> queues;  // clients with calls waiting
-  std::deque<std::string> turn;                                      // whose turn is next
+  std::deque<std::string> turn;                                      // waiting clients, by arrival
+  struct Client {
+    std::size_t running = 0;
+    std::uint64_t last_served = 0;  // 0: not since it was last idle
+  };
+  std::map<std::string, Client> clients;  // clients with calls waiting or running
+  std::uint64_t served = 0;
 
   State(asio::io_context& context, std::size_t n, std::size_t max) : io(context), slots(n), max_waiting(max) {}
 
   void pump() {
     while (running < slots && !turn.empty()) {
-      const std::string client = turn.front();
-      turn.pop_front();
+      auto best = turn.begin();
+      for (auto it = turn.begin(); it != turn.end(); ++it) {
+        const auto& a = clients[*it];
+        const auto& b = clients[*best];
+        if (a.running < b.running || (a.running == b.running && a.last_served < b.last_served)) best = it;
+      }
+      const std::string client = *best;
+      turn.erase(best);
       auto& queue = queues[client];
       auto entry = queue.front();
       queue.pop_front();
@@ -37,10 +50,18 @@ struct FairQueue::Ticket::State {
       } else {
         turn.push_back(client);
       }
+      auto& info = clients[client];
+      ++info.running;
+      info.last_served = ++served;
       entry->started = true;
       ++running;
       asio::post(io, std::move(entry->start));
     }
+  }
+
+  void forget_if_idle(const std::string& client) {
+    const auto it = clients.find(client);
+    if (it != clients.end() && it->second.running == 0 && queues.count(client) == 0) clients.erase(it);
   }
 };
 
@@ -52,6 +73,8 @@ FairQueue::Ticket::~Ticket() {
   if (!state) return;
   if (entry_->started) {
     --state->running;
+    --state->clients[entry_->client].running;
+    state->forget_if_idle(entry_->client);
     state->pump();
     return;
   }
@@ -64,6 +87,7 @@ FairQueue::Ticket::~Ticket() {
     state->queues.erase(it);
     state->turn.erase(std::remove(state->turn.begin(), state->turn.end(), entry_->client),
                       state->turn.end());
+    state->forget_if_idle(entry_->client);
   }
 }
 
@@ -82,6 +106,7 @@ std::unique_ptr<FairQueue::Ticket> FairQueue::submit(const std::string& client,
     if (queue.empty()) state_->queues.erase(client);
     return nullptr;
   }
+  state_->clients.try_emplace(client);
   auto entry = std::make_shared<Ticket::Entry>();
   entry->client = client;
   entry->start = std::move(start);

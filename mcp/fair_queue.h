@@ -1,6 +1,7 @@
 // Run slots shared fairly between clients: a call that needs a slot waits in its client's queue,
-// and freed slots go to the waiting clients in turn (round robin), so one client with a hundred
-// calls queued does not starve another with one. Single-threaded (the io thread).
+// and a freed slot goes to the waiting client with the fewest runs going, and among those to the
+// one served least recently (a client that was idle first), so one client with a hundred calls
+// queued does not hold up another with one. Single-threaded (the io thread).
 #pragma once
 
 #include <cstddef>

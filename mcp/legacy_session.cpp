@@ -26,11 +26,11 @@ struct LegacySession::State : std::enable_shared_from_this<LegacySession::State>
   bool accepting = true;
   LogLevel log_level;
 
-  void dispatch(const json& message, const Outlet& outlet);
+  void dispatch(const json& message, const Outlet& outlet, const CallOptions& base);
   void handle_request(const json& id, const std::string& method, const json& params,
-                      const Outlet& outlet);
+                      const Outlet& outlet, const CallOptions& base);
   void initialize(const json& id, const json& params, const Outlet& outlet);
-  CallOptions call_options(const json& params);
+  CallOptions call_options(const json& params, const CallOptions& base);
 };
 
 namespace {
@@ -68,7 +68,8 @@ struct Batch {
 
 }  // namespace
 
-void LegacySession::State::dispatch(const json& message, const Outlet& outlet) {
+void LegacySession::State::dispatch(const json& message, const Outlet& outlet,
+                                    const CallOptions& base) {
   const auto msg = rpc::classify(message);
   try {
     switch (msg.kind) {
@@ -95,7 +96,7 @@ void LegacySession::State::dispatch(const json& message, const Outlet& outlet) {
         return;
       }
       case rpc::Kind::request:
-        handle_request(*msg.id, msg.method, params_of(message), outlet);
+        handle_request(*msg.id, msg.method, params_of(message), outlet, base);
         return;
     }
   } catch (const std::exception& e) {
@@ -110,8 +111,8 @@ void LegacySession::State::dispatch(const json& message, const Outlet& outlet) {
   }
 }
 
-CallOptions LegacySession::State::call_options(const json& params) {
-  CallOptions call;
+CallOptions LegacySession::State::call_options(const json& params, const CallOptions& base) {
+  CallOptions call = base;
   if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     if (const auto t = meta->find("progressToken"); t != meta->end() && rpc::is_valid_id(*t)) {
       call.progress_token = *t;
@@ -128,7 +129,8 @@ CallOptions LegacySession::State::call_options(const json& params) {
 }
 
 void LegacySession::State::handle_request(const json& id, const std::string& method,
-                                          const json& params, const Outlet& outlet) {
+                                          const json& params, const Outlet& outlet,
+                                          const CallOptions& base) {
   auto reply = [&](json response) { outlet.done(std::move(response)); };
   if (method == "ping") {
     reply(rpc::result_response(id, json::object()));
@@ -166,7 +168,7 @@ void LegacySession::State::handle_request(const json& id, const std::string& met
     return;
   }
   if (method == "tools/call") {
-    calls.call_tool(tools, id, id.dump(), params, call_options(params), outlet);
+    calls.call_tool(tools, id, id.dump(), params, call_options(params, base), outlet);
     return;
   }
   if (method == "logging/setLevel") {
@@ -216,11 +218,11 @@ LegacySession::LegacySession(const ToolRegistry& tools, SessionOptions options, 
 
 LegacySession::~LegacySession() = default;
 
-void LegacySession::handle(const json& message, const Outlet& outlet) {
-  state_->dispatch(message, outlet);
+void LegacySession::handle(const json& message, const Outlet& outlet, const CallOptions& base) {
+  state_->dispatch(message, outlet, base);
 }
 
-void LegacySession::handle_batch(const json& batch, const Outlet& outlet) {
+void LegacySession::handle_batch(const json& batch, const Outlet& outlet, const CallOptions& base) {
   const auto& version = state_->version;
   if (version != "2025-03-26") {
     const std::string negotiated = version.empty() ? "none yet" : version;
@@ -238,9 +240,12 @@ void LegacySession::handle_batch(const json& batch, const Outlet& outlet) {
   collector->pending = batch.size();
   collector->reply = outlet.done;
   for (const auto& element : batch) {
-    state_->dispatch(element, Outlet{outlet.notify, [collector](std::optional<json> response) {
-                                       collector->settle(std::move(response));
-                                     }});
+    state_->dispatch(element,
+                     Outlet{outlet.notify,
+                            [collector](std::optional<json> response) {
+                              collector->settle(std::move(response));
+                            }},
+                     base);
   }
   collector->sealed = true;
   collector->maybe_send();

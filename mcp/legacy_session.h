@@ -33,11 +33,11 @@ class LegacySession {
   LegacySession& operator=(const LegacySession&) = delete;
 
   // One message object. `outlet.done` is called once: the response, or nullopt (notifications,
-  // client responses, cancelled requests).
-  void handle(const nlohmann::json& message, const Outlet& outlet);
+  // client responses, cancelled requests). Calls start from `base` (fair queue and client).
+  void handle(const nlohmann::json& message, const Outlet& outlet, const CallOptions& base = {});
   // A JSON-RPC batch: one array of responses (nullopt when there is none). Refused (-32600)
   // unless 2025-03-26 was negotiated.
-  void handle_batch(const nlohmann::json& batch, const Outlet& outlet);
+  void handle_batch(const nlohmann::json& batch, const Outlet& outlet, const CallOptions& base = {});
 
   // Called once, right after the initialize response has been handed to its outlet.
   void set_on_initialized(std::function<void()> callback);

@@ -1,4 +1,4 @@
-// mcp-python-exec-sandbox: MCP server on stdio (or --run FILE once).
+// mcp-python-exec-sandbox: MCP server on stdio or Streamable HTTP (or --run FILE once).
 #include <malloc.h>
 #include <unistd.h>
 
@@ -55,14 +55,19 @@ int main(int argc, char** argv) {
     // A client that goes away must show up as a write error, not kill the server.
     std::signal(SIGPIPE, SIG_IGN);
 
-    std::string error;
-    auto fds = mcp::take_over_stdio(&error);
-    if (!fds) {
-      spdlog::critical("{}", error);
-      return 1;
+    int status = 0;
+    if (cli.options->transport == mcp::Transport::http) {
+      status = mcp::serve_http(*cli.options);
+    } else {
+      std::string error;
+      auto fds = mcp::take_over_stdio(&error);
+      if (!fds) {
+        spdlog::critical("{}", error);
+        return 1;
+      }
+      status = cli.options->run_file ? mcp::run_once(*cli.options, std::move(fds->out))
+                                     : mcp::serve_stdio(*cli.options, std::move(*fds));
     }
-    const int status = cli.options->run_file ? mcp::run_once(*cli.options, std::move(fds->out))
-                                             : mcp::serve_stdio(*cli.options, std::move(*fds));
     return status;
   } catch (const std::exception& e) {
     spdlog::critical("fatal: {}", e.what());

@@ -14,6 +14,8 @@
 #include "engine/interpreters/discovery.h"
 #include "mcp/client_log_sink.h"
 #include "mcp/framing.h"
+#include "mcp/http/endpoint.h"
+#include "mcp/http/listener.h"
 #include "mcp/run_result_format.h"
 #include "mcp/session.h"
 #include "mcp/stdio_transport.h"
@@ -52,6 +54,14 @@ class ScopedClientLogSink {
 
  private:
   std::shared_ptr<ClientLogSink> sink_;
+};
+
+// An io_context whose services can be shut down early. At the end of serve_http the pending
+// handlers (RESTinio's connections among them) must be destroyed while the listener that owns
+// their connection counter still exists; the I/O objects are destroyed afterwards, as asio allows.
+class ServerIoContext : public asio::io_context {
+ public:
+  using asio::io_context::shutdown;
 };
 
 bool write_all(int fd, std::string_view data) {
@@ -179,6 +189,102 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
     spdlog::default_logger()->flush();
     std::_Exit(0);
   }
+  return 0;
+}
+
+int serve_http(const CliOptions& options, ServerHooks hooks,
+               std::function<void(std::uint16_t, std::function<void()>)> on_listening) {
+  fill_defaults(hooks);
+  ServerIoContext io;
+  std::unique_ptr<engine::Engine> engine = hooks.make_engine(io, options.engine);
+  ToolRegistry registry;
+  const tools::Services services{*engine, options.engine};
+  tools::register_tools(registry, services);
+
+  http::EndpointOptions endpoint_options;
+  endpoint_options.access = {options.http.loopback, options.http.auth_token};
+  endpoint_options.instructions = server_instructions(options.engine);
+  endpoint_options.run_slots = engine::effective_max_concurrent_runs(options.engine);
+  http::Endpoint endpoint(io, registry, endpoint_options);
+  http::ListenerOptions listener_options;
+  listener_options.host = options.http.host;
+  listener_options.port = options.http.port;
+  listener_options.max_connections = options.http.max_connections;
+  listener_options.read_timeout = std::chrono::seconds(options.http.read_timeout_seconds);
+  http::Listener listener(
+      io, listener_options,
+      [&endpoint](http::Request request, std::shared_ptr<http::Response> response) {
+        endpoint.handle(std::move(request), std::move(response));
+      },
+      [&endpoint](std::uint64_t connection) { endpoint.connection_closed(connection); });
+  try {
+    listener.open();
+  } catch (const std::exception& e) {
+    spdlog::critical("{}", e.what());
+    io.shutdown();
+    return 1;
+  }
+  const std::string host = options.http.host.find(':') == std::string::npos
+                               ? options.http.host
+                               : "[" + options.http.host + "]";
+  spdlog::info("listening on http://{}:{}{} ({}{})", host, listener.port(), http::kEndpointPath,
+               options.http.auth_token ? "bearer token required" : "no authentication",
+               options.http.loopback ? ", loopback only" : "");
+  engine->start_warmup();
+
+  bool shutting_down = false;
+  bool forced = false;
+  asio::steady_timer deadline(io);
+  asio::steady_timer hard_stop(io);
+  asio::signal_set signals(io);
+  auto stop_after_flush = [&] { listener.when_flushed([&io] { io.stop(); }); };
+  auto begin_shutdown = [&](const std::string& why) {
+    if (shutting_down) return;
+    shutting_down = true;
+    spdlog::info("shutting down: {}", why);
+    listener.stop_accepting();
+    asio::error_code ignored;
+    signals.cancel(ignored);
+    endpoint.stop_accepting_and_cancel();
+    deadline.expires_after(kShutdownBudget);
+    deadline.async_wait([&](const asio::error_code& ec) {
+      if (ec) return;
+      spdlog::warn("engine shutdown did not finish in time; exiting anyway");
+      forced = true;
+      endpoint.abandon_in_flight("The server is shutting down");
+      stop_after_flush();
+    });
+    hard_stop.expires_after(kHardStop);
+    hard_stop.async_wait([&](const asio::error_code& ec) {
+      if (ec) return;
+      forced = true;
+      io.stop();
+    });
+    engine->shutdown([&] {
+      endpoint.abandon_in_flight("The server is shutting down");
+      stop_after_flush();
+    });
+  };
+  if (hooks.handle_signals) {
+    signals.add(SIGTERM);
+    signals.add(SIGINT);
+    signals.add(SIGHUP);
+    signals.async_wait([&](const asio::error_code& ec, int signal) {
+      if (!ec) begin_shutdown("signal " + std::to_string(signal));
+    });
+  }
+  if (on_listening) {
+    on_listening(listener.port(), [&io, &begin_shutdown] {
+      asio::post(io, [&begin_shutdown] { begin_shutdown("stop requested"); });
+    });
+  }
+  io.run();
+  if (forced || hooks.handle_signals) {
+    engine::kill_running_probes();
+    spdlog::default_logger()->flush();
+    std::_Exit(0);
+  }
+  io.shutdown();
   return 0;
 }
 

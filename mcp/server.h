@@ -1,6 +1,7 @@
-// The server process: the stdio MCP server, and the one-shot --run mode.
+// The server process: the MCP server on stdio or Streamable HTTP, and the one-shot --run mode.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -23,6 +24,13 @@ struct ServerHooks {
 // termination signal stops at once: stops accepting work, ends every run (Engine::shutdown) and
 // returns 0, within 2 s.
 int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks = {});
+
+// Serves MCP over Streamable HTTP (options.http) until a termination signal (or `stop`, for
+// tests); then stops accepting connections and requests, ends every run, writes the answers of
+// the runs in flight and returns 0, within 2 s. Returns 1 when it cannot listen. `on_listening`
+// gets the bound port.
+int serve_http(const CliOptions& options, ServerHooks hooks = {},
+               std::function<void(std::uint16_t port, std::function<void()> stop)> on_listening = {});
 
 // --run FILE: one run through the same engine; the result text goes to `out`. Returns the
 // script's exit code (128+N when killed by signal N), 125 when the service itself failed.

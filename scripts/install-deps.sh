@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine is missing to build, run and test the project:
-# C++ libraries and bubblewrap from Debian, clang for the fuzzers, Python packages the tests use
-# from Debian, the e2e test clients from npm (with the lockfile), and the Python build and test
-# tools (uv, scikit-build-core, auditwheel) hash-pinned from PyPI into a project-local virtual
-# environment, .tools/venv. Idempotent: installs only what is missing.
+# C++ libraries and bubblewrap from Debian, clang for the fuzzers, curl and HAProxy for the HTTP
+# tests, Python packages the tests use from Debian, the e2e test clients from npm (with the
+# lockfile), and the Python build and test tools (uv, scikit-build-core, auditwheel, the Python
+# mcp SDK) hash-pinned from PyPI into a project-local virtual environment, .tools/venv.
+# Idempotent: installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_packages=(
   build-essential cmake pkg-config git
   nlohmann-json3-dev libcli11-dev libspdlog-dev libtomlplusplus-dev catch2 libseccomp-dev libasio-dev libssl-dev
+  librestinio-dev libhttp-parser-dev libfmt-dev
   bubblewrap libpython3-dev python3 python3-pip python3-venv python3-wheel python3-setuptools
   python3-numpy python3-pandas python3-matplotlib
   # The differential suite's data-science scripts (e2e_tests/corpus/) run with these.
@@ -17,6 +19,7 @@ apt_packages=(
   procps hyperfine
   dpkg-dev file help2man ccache
   clang-14 libclang-rt-14-dev
+  curl
 )
 # polars where Debian packages it (not in Debian 12: its corpus scripts are then skipped, visibly).
 if apt-cache show python3-polars >/dev/null 2>&1; then

@@ -170,3 +170,92 @@ TEST_CASE("--run takes a readable file") {
   REQUIRE(result.options.has_value());
   CHECK(result.options->run_file == std::optional<std::string>(MPES_SOURCE_DIR "/CMakeLists.txt"));
 }
+
+namespace {
+
+std::string write_token_file(const std::string& name, const std::string& content) {
+  const std::string path = "/tmp/mpes-cli-test-" + std::to_string(::getpid()) + "-" + name;
+  FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs(content.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("http: defaults are stdio, and loopback port 8000 for http") {
+  auto result = parse({});
+  REQUIRE(result.options.has_value());
+  CHECK(result.options->transport == mcp::Transport::stdio);
+  result = parse({"--transport", "http"});
+  REQUIRE(result.options.has_value());
+  const auto& http = result.options->http;
+  CHECK(result.options->transport == mcp::Transport::http);
+  CHECK(http.host == "127.0.0.1");
+  CHECK(http.port == 8000);
+  CHECK(http.loopback);
+  CHECK_FALSE(http.auth_token.has_value());
+  CHECK(http.max_connections == 256);
+  CHECK(http.read_timeout_seconds == 30);
+}
+
+TEST_CASE("http: flags reach the options; localhost and IPv6 loopback count as loopback") {
+  const auto token = write_token_file("ok", "  0123456789abcdef0123\n");
+  auto result = parse({"--transport", "http", "--host", "::1", "--port", "0", "--auth-token-file",
+                       token, "--max-connections", "8", "--http-read-timeout", "5"});
+  REQUIRE(result.options.has_value());
+  const auto& http = result.options->http;
+  CHECK(http.host == "::1");
+  CHECK(http.loopback);
+  CHECK(http.port == 0);
+  CHECK(http.auth_token == "0123456789abcdef0123");
+  CHECK(http.max_connections == 8);
+  CHECK(http.read_timeout_seconds == 5);
+  result = parse({"--transport", "http", "--host", "localhost"});
+  REQUIRE(result.options.has_value());
+  CHECK(result.options->http.host == "127.0.0.1");
+  CHECK(result.options->http.loopback);
+  result = parse({"--transport", "http", "--host", "127.8.9.10"});
+  REQUIRE(result.options.has_value());
+  CHECK(result.options->http.loopback);
+  std::remove(token.c_str());
+}
+
+TEST_CASE("http: listening beyond loopback needs a token or an explicit opt-out") {
+  for (const char* host : {"0.0.0.0", "192.0.2.7", "::"}) {
+    const auto refused = parse({"--transport", "http", "--host", host});
+    CHECK_FALSE(refused.options.has_value());
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.stderr_text.find("--auth-token-file") != std::string::npos);
+    CHECK(refused.stderr_text.find("--allow-unauthenticated") != std::string::npos);
+    const auto allowed = parse({"--transport", "http", "--host", host, "--allow-unauthenticated"});
+    REQUIRE(allowed.options.has_value());
+    CHECK_FALSE(allowed.options->http.loopback);
+  }
+  const auto token = write_token_file("remote", "ffffffffffffffffffffffffffffffff");
+  const auto with_token = parse({"--transport", "http", "--host", "0.0.0.0", "--auth-token-file", token});
+  REQUIRE(with_token.options.has_value());
+  CHECK(with_token.options->http.auth_token.has_value());
+  std::remove(token.c_str());
+}
+
+TEST_CASE("http: bad values exit 2 naming the flag") {
+  expect_usage_error({"--transport", "websocket"}, "--transport");
+  expect_usage_error({"--transport", "http", "--host", "example.com"}, "--host");
+  expect_usage_error({"--transport", "http", "--port", "65536"}, "--port");
+  expect_usage_error({"--transport", "http", "--port", "-1"}, "--port");
+  expect_usage_error({"--transport", "http", "--max-connections", "0"}, "--max-connections");
+  expect_usage_error({"--transport", "http", "--http-read-timeout", "0"}, "--http-read-timeout");
+  expect_usage_error({"--port", "9000"}, "--port");  // an HTTP flag without --transport http
+  expect_usage_error({"--allow-unauthenticated"}, "--allow-unauthenticated");
+  expect_usage_error({"--transport", "http", "--auth-token-file", "/nonexistent/token"},
+                     "--auth-token-file");
+  const auto empty = write_token_file("empty", "\n\n");
+  expect_usage_error({"--transport", "http", "--auth-token-file", empty}, "--auth-token-file");
+  const auto short_token = write_token_file("short", "abc\n");
+  expect_usage_error({"--transport", "http", "--auth-token-file", short_token}, "--auth-token-file");
+  const auto spaced = write_token_file("spaced", "0123456789 abcdef0123\n");
+  expect_usage_error({"--transport", "http", "--auth-token-file", spaced}, "--auth-token-file");
+  for (const auto& path : {empty, short_token, spaced}) std::remove(path.c_str());
+}

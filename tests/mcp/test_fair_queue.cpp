@@ -49,7 +49,7 @@ TEST_CASE("fair queue: freed slots go to waiting clients in turn") {
   r.drain();
   CHECK(queue.running() == 1);
   CHECK(queue.waiting() == 4);
-  // Each finished call hands its slot to the next client in turn, not to alice's backlog.
+  // Each freed slot goes to a client served less recently, not to alice's backlog.
   for (std::size_t i = 0; i < tickets.size(); ++i) {
     for (auto& t : tickets) {
       if (t && t->started()) {
@@ -59,9 +59,23 @@ TEST_CASE("fair queue: freed slots go to waiting clients in turn") {
     }
     r.drain();
   }
-  CHECK(r.started == std::vector<std::string>{"a1", "a2", "b1", "c1", "a3"});
+  CHECK(r.started == std::vector<std::string>{"a1", "b1", "c1", "a2", "a3"});
   CHECK(queue.running() == 0);
   CHECK(queue.waiting() == 0);
+}
+
+TEST_CASE("fair queue: with several slots, the client with fewer runs going comes first") {
+  Recorder r;
+  mcp::FairQueue queue(r.io, 2, 8);
+  auto a1 = queue.submit("alice", r.start("a1"));
+  auto a2 = queue.submit("alice", r.start("a2"));
+  auto a3 = queue.submit("alice", r.start("a3"));
+  auto b1 = queue.submit("bob", r.start("b1"));
+  r.drain();
+  CHECK(r.started == std::vector<std::string>{"a1", "a2"});
+  a1.reset();  // alice still has a2 going, bob none: bob's turn
+  r.drain();
+  CHECK(r.started == std::vector<std::string>{"a1", "a2", "b1"});
 }
 
 TEST_CASE("fair queue: a withdrawn call never starts and frees its place") {
