@@ -1,0 +1,331 @@
+// The Streamable HTTP transport with real clients and curl: the TypeScript SDK in the initialize
+// era (sessions, DELETE, aborts), the header and status rules of both eras, DNS-rebinding and
+// token refusals, runs killed when their stream closes, resumption after a broken connection,
+// fair queueing between clients, and SIGTERM with a run in flight.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { serverPath, textOf } from './lib/client.mjs';
+import { startHttpServer } from './lib/http_server.mjs';
+import { startHeartbeat } from './lib/heartbeat.mjs';
+
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'e2e-http', version: '1' },
+};
+
+// curl -i: { status, headers (lower-case names), body }.
+function curl(url, { method = 'POST', headers = {}, body } = {}) {
+  const args = ['-sS', '-i', '--max-time', '30', '-X', method, url];
+  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
+  if (body !== undefined) args.push('--data-binary', typeof body === 'string' ? body : JSON.stringify(body));
+  const out = spawnSync('curl', args, { encoding: 'utf8' });
+  assert.equal(out.status, 0, out.stderr);
+  const blocks = out.stdout.split('\r\n\r\n');
+  const head = blocks[0].split('\r\n');
+  const status = Number(head[0].split(' ')[1]);
+  const parsed = {};
+  for (const line of head.slice(1)) {
+    const i = line.indexOf(':');
+    parsed[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
+  }
+  return { status, headers: parsed, body: blocks.slice(1).join('\r\n\r\n') };
+}
+
+// A conformant stateless POST.
+function statelessHeaders(method, name) {
+  const headers = {
+    'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+    'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': method,
+  };
+  if (name) headers['Mcp-Name'] = name;
+  return headers;
+}
+const rpc = (id, method, params = {}) => ({ jsonrpc: '2.0', id, method, params: { ...params, _meta: META } });
+
+async function tsClient(url, headers = {}) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  const client = new Client({ name: 'mpes-e2e-http', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+test('TypeScript SDK over Streamable HTTP: session, tools, a run, DELETE', async () => {
+  const server = await startHttpServer();
+  try {
+    const { client, transport } = await tsClient(server.url);
+    assert.match(transport.sessionId, /^[0-9a-f]{64}$/);
+    assert.equal(client.getServerVersion().name, 'mcp-python-exec-sandbox');
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name), ['execute_python', 'validate_script', 'check_environment']);
+    const result = await client.callTool({ name: 'execute_python', arguments: { script: 'print("over http")' } });
+    assert.equal(result.structuredContent.stdout, 'over http\n');
+    assert.match(textOf(result), /--- exit_code: 0 ---/);
+    const sessionId = transport.sessionId;
+    await transport.terminateSession();
+    await client.close();
+    // The session is gone.
+    const after = curl(server.url, { headers: { 'Content-Type': 'application/json', 'Mcp-Session-Id': sessionId },
+      body: { jsonrpc: '2.0', id: 1, method: 'ping' } });
+    assert.equal(after.status, 404);
+  } finally {
+    assert.equal((await server.stop()).code, 0);
+  }
+});
+
+test('TypeScript SDK: an aborted call is cancelled and its run killed', async () => {
+  const server = await startHttpServer();
+  const heart = await startHeartbeat();
+  try {
+    const { client } = await tsClient(server.url);
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'execute_python', arguments: { script: heart.script(), timeout_seconds: 120 } },
+      undefined, { signal: controller.signal });
+    await heart.waitForBeat();
+    controller.abort();
+    await assert.rejects(call);
+    assert.ok(await heart.stopped(), 'the run kept running after the client cancelled it');
+    const again = await client.callTool({ name: 'execute_python', arguments: { script: 'print(1)' } });
+    assert.equal(again.structuredContent.stdout, '1\n');
+    await client.close();
+  } finally {
+    heart.close();
+    assert.equal((await server.stop()).code, 0);
+  }
+});
+
+test('stateless era over HTTP: statuses and headers (curl)', async () => {
+  const server = await startHttpServer();
+  try {
+    let r = curl(server.url, { headers: statelessHeaders('server/discover'), body: rpc(1, 'server/discover') });
+    assert.equal(r.status, 200);
+    assert.match(r.headers['content-type'], /application\/json/);
+    assert.equal(JSON.parse(r.body).result.supportedVersions[0], '2026-07-28');
+
+    r = curl(server.url, { headers: statelessHeaders('tools/list'),
+      body: { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} } });
+    assert.equal(r.status, 400);
+    assert.equal(JSON.parse(r.body).error.code, -32602);
+
+    r = curl(server.url, { headers: { ...statelessHeaders('tools/list'), 'MCP-Protocol-Version': '2025-11-25' },
+      body: rpc(3, 'tools/list') });
+    assert.equal(r.status, 400);
+    assert.equal(JSON.parse(r.body).error.code, -32020);
+
+    r = curl(server.url, { headers: statelessHeaders('tools/call', 'not_this_one'),
+      body: rpc(4, 'tools/call', { name: 'execute_python', arguments: { script: 'print(1)' } }) });
+    assert.equal(r.status, 400);
+    assert.equal(JSON.parse(r.body).error.code, -32020);
+
+    const old = { ...META, 'io.modelcontextprotocol/protocolVersion': '2024-01-01' };
+    r = curl(server.url, { headers: { ...statelessHeaders('tools/list'), 'MCP-Protocol-Version': '2024-01-01' },
+      body: { jsonrpc: '2.0', id: 5, method: 'tools/list', params: { _meta: old } } });
+    assert.equal(r.status, 400);
+    const unsupported = JSON.parse(r.body).error;
+    assert.equal(unsupported.code, -32022);
+    assert.equal(unsupported.data.requested, '2024-01-01');
+
+    r = curl(server.url, { headers: statelessHeaders('ping'), body: rpc(6, 'ping') });
+    assert.equal(r.status, 404);
+    assert.equal(JSON.parse(r.body).error.code, -32601);
+
+    r = curl(server.url, { headers: statelessHeaders('notifications/cancelled'),
+      body: { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: META } } });
+    assert.equal(r.status, 202);
+    assert.equal(r.body, '');
+
+    r = curl(server.url, { headers: statelessHeaders('tools/call', 'execute_python'),
+      body: rpc(7, 'tools/call', { name: 'execute_python', arguments: { script: 'print(7)' } }) });
+    assert.equal(r.status, 200);
+    assert.match(r.headers['content-type'], /text\/event-stream/);
+    assert.equal(r.headers['x-accel-buffering'], 'no');
+    const event = r.body.split('\n').find((l) => l.startsWith('data: ') && l.length > 7);
+    const result = JSON.parse(event.slice(6)).result;
+    assert.equal(result.resultType, 'complete');
+    assert.equal(result.structuredContent.stdout, '7\n');
+
+    r = curl(server.url, { method: 'GET', headers: { Accept: 'text/event-stream' } });
+    assert.equal(r.status, 405);
+    r = curl(server.url, { headers: { 'Content-Type': 'text/plain' }, body: 'x' });
+    assert.equal(r.status, 415);
+    r = curl(server.url.replace('/mcp', '/other'), { method: 'GET' });
+    assert.equal(r.status, 404);
+    r = curl(server.url.replace('/mcp', '/healthz'), { method: 'GET' });
+    assert.equal(r.status, 200);
+  } finally {
+    assert.equal((await server.stop()).code, 0);
+  }
+});
+
+test('initialize era over HTTP: session id, 400 without it, 404 unknown, 405 GET stream (curl)', async () => {
+  const server = await startHttpServer();
+  try {
+    const init = curl(server.url, { headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: { jsonrpc: '2.0', id: 0, method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'curl', version: '1' } } } });
+    assert.equal(init.status, 200);
+    const session = init.headers['mcp-session-id'];
+    assert.match(session, /^[\x21-\x7e]{32,}$/);
+    assert.equal(JSON.parse(init.body).result.protocolVersion, '2025-06-18');
+    const headers = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2025-06-18' };
+    let r = curl(server.url, { headers: { ...headers, 'Mcp-Session-Id': session },
+      body: { jsonrpc: '2.0', method: 'notifications/initialized' } });
+    assert.equal(r.status, 202);
+    r = curl(server.url, { headers, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+    assert.equal(r.status, 400);
+    r = curl(server.url, { headers: { ...headers, 'Mcp-Session-Id': 'f'.repeat(64) },
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+    assert.equal(r.status, 404);
+    r = curl(server.url, { method: 'GET', headers: { 'Mcp-Session-Id': session, Accept: 'text/event-stream' } });
+    assert.equal(r.status, 405);
+    r = curl(server.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': session } });
+    assert.ok(r.status >= 200 && r.status < 300);
+  } finally {
+    assert.equal((await server.stop()).code, 0);
+  }
+});
+
+test('DNS rebinding: a foreign Origin or Host is refused with 403', async () => {
+  const server = await startHttpServer();
+  try {
+    const body = rpc(1, 'server/discover');
+    let r = curl(server.url, { headers: { ...statelessHeaders('server/discover'), Origin: 'https://evil.example.com' }, body });
+    assert.equal(r.status, 403);
+    assert.equal('id' in JSON.parse(r.body), false);
+    r = curl(server.url, { headers: { ...statelessHeaders('server/discover'), Host: 'evil.example.com' }, body });
+    assert.equal(r.status, 403);
+    r = curl(server.url, { headers: { ...statelessHeaders('server/discover'), Origin: `http://localhost:${server.port}` }, body });
+    assert.equal(r.status, 200);
+  } finally {
+    assert.equal((await server.stop()).code, 0);
+  }
+});
+
+test('bearer token: 401 with WWW-Authenticate; beyond loopback only with a token or an opt-out', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-token-'));
+  const tokenFile = path.join(dir, 'token');
+  const token = 'e2e-' + 'x'.repeat(40);
+  fs.writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
+  const refused = spawnSync(serverPath, ['--transport', 'http', '--host', '0.0.0.0'], { encoding: 'utf8' });
+  assert.equal(refused.status, 2);
+  assert.match(refused.stderr, /--auth-token-file/);
+  const server = await startHttpServer(['--auth-token-file', tokenFile]);
+  try {
+    const body = rpc(1, 'server/discover');
+    let r = curl(server.url, { headers: statelessHeaders('server/discover'), body });
+    assert.equal(r.status, 401);
+    assert.match(r.headers['www-authenticate'], /^Bearer realm=/);
+    r = curl(server.url, { headers: { ...statelessHeaders('server/discover'), Authorization: 'Bearer nope' }, body });
+    assert.equal(r.status, 401);
+    assert.match(r.headers['www-authenticate'], /invalid_token/);
+    r = curl(server.url, { headers: { ...statelessHeaders('server/discover'), Authorization: `Bearer ${token}` }, body });
+    assert.equal(r.status, 200);
+    const { client } = await tsClient(server.url, { Authorization: `Bearer ${token}` });
+    assert.equal((await client.listTools()).tools.length, 3);
+    await client.close();
+  } finally {
+    assert.equal((await server.stop()).code, 0);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('stateless era: closing the response stream kills the run', async () => {
+  const server = await startHttpServer();
+  const heart = await startHeartbeat();
+  try {
+    const controller = new AbortController();
+    const response = await fetch(server.url, { method: 'POST', headers: statelessHeaders('tools/call', 'execute_python'),
+      body: JSON.stringify(rpc('long', 'tools/call', { name: 'execute_python', arguments: { script: heart.script(), timeout_seconds: 120 } })),
+      signal: controller.signal });
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('content-type'), /text\/event-stream/);
+    await heart.waitForBeat();
+    controller.abort();
+    assert.ok(await heart.stopped(), 'the run kept running after its stream closed');
+  } finally {
+    heart.close();
+    assert.equal((await server.stop()).code, 0);
+  }
+});
+
+test('initialize era: a broken stream does not cancel; Last-Event-ID resumes it', async () => {
+  const server = await startHttpServer();
+  try {
+    const init = curl(server.url, { headers: { 'Content-Type': 'application/json' },
+      body: { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'e2e', version: '1' } } } });
+    const session = init.headers['mcp-session-id'];
+    const headers = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+      'Mcp-Session-Id': session, 'MCP-Protocol-Version': '2025-11-25' };
+    const controller = new AbortController();
+    const response = await fetch(server.url, { method: 'POST', headers, signal: controller.signal,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'r', method: 'tools/call',
+        params: { name: 'execute_python', arguments: { script: 'import time\ntime.sleep(1.5)\nprint("still here")' } } }) });
+    const reader = response.body.getReader();
+    const { value } = await reader.read();
+    const priming = /id: (\S+)/.exec(new TextDecoder().decode(value))[1];
+    controller.abort();
+    await new Promise((r) => setTimeout(r, 2500));  // the run finishes while nobody listens
+    const resumed = curl(server.url, { method: 'GET', headers: { 'Mcp-Session-Id': session, Accept: 'text/event-stream',
+      'Last-Event-ID': priming, 'MCP-Protocol-Version': '2025-11-25' } });
+    assert.equal(resumed.status, 200);
+    const data = resumed.body.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+    assert.equal(data.length, 1);
+    assert.equal(data[0].id, 'r');
+    assert.equal(data[0].result.structuredContent.stdout, 'still here\n');
+  } finally {
+    assert.equal((await server.stop()).code, 0);
+  }
+});
+
+test('runs queue fairly between clients: one client\'s backlog does not hold up another', async () => {
+  const server = await startHttpServer(['--max-concurrent-runs', '1']);
+  try {
+    const finished = [];
+    const call = (localAddress, label, seconds) => new Promise((resolve, reject) => {
+      const body = JSON.stringify(rpc(label, 'tools/call', { name: 'execute_python',
+        arguments: { script: `import time\ntime.sleep(${seconds})` } }));
+      const request = http.request(server.url, { method: 'POST', localAddress,
+        headers: { ...statelessHeaders('tools/call', 'execute_python'), Accept: 'application/json', 'Content-Length': Buffer.byteLength(body) } },
+      (response) => {
+        let text = '';
+        response.on('data', (d) => { text += d; });
+        response.on('end', () => { finished.push(label); resolve(JSON.parse(text)); });
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
+    const busy = [call('127.0.0.1', 'a1', 1), call('127.0.0.1', 'a2', 1), call('127.0.0.1', 'a3', 1)];
+    await new Promise((r) => setTimeout(r, 300));
+    const other = call('127.0.0.2', 'b1', 0.1);
+    await Promise.all([...busy, other]);
+    // b1 waits for the run in progress only, not for a's whole backlog.
+    assert.ok(finished.indexOf('b1') <= 1, `completion order: ${finished.join(' ')}`);
+  } finally {
+    assert.equal((await server.stop()).code, 0);
+  }
+});
+
+test('SIGTERM with a run in flight: it is answered, the server exits 0 within 2 s', async () => {
+  const server = await startHttpServer();
+  const response = await fetch(server.url, { method: 'POST', headers: statelessHeaders('tools/call', 'execute_python'),
+    body: JSON.stringify(rpc('t', 'tools/call', { name: 'execute_python', arguments: { script: 'import time\nprint("started", flush=True)\ntime.sleep(60)', timeout_seconds: 120 } })) });
+  await new Promise((r) => setTimeout(r, 1500));
+  const started = Date.now();
+  server.child.kill('SIGTERM');
+  const text = await response.text();
+  const { code } = await server.exited;
+  assert.equal(code, 0);
+  assert.ok(Date.now() - started < 2000, `exit took ${Date.now() - started} ms`);
+  const message = JSON.parse(text.split('\n').find((l) => l.startsWith('data: {')).slice(6));
+  assert.equal(message.id, 't');
+  assert.equal(message.result.structuredContent.end_reason, 'cancelled');
+  assert.equal(message.result.structuredContent.stdout, 'started\n');
+});
