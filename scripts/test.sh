@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds with warnings as errors, runs the Catch2
 # unit tests (plain and under ASan+UBSan), every fuzz target for a short fixed time (replaying its
-# regressions), the e2e tests with real MCP clients (as the invoking user and, when that is root,
-# again as a freshly created unprivileged user), builds the wheel and the .deb and tests their
-# installed commands, runs the soak's short form, and the benchmark harness in --quick smoke
-# mode. Ends with one "N passed, N failed" line over the suites.
+# regressions), the e2e tests with real MCP clients (the TypeScript SDK and inspector on stdio and
+# Streamable HTTP, the official conformance suite for both protocol eras, three replicas behind
+# HAProxy) and the Python MCP SDK client tests, as the invoking user and, when that is root, again
+# as a freshly created unprivileged user; builds the wheel and the .deb and tests their installed
+# commands, runs the soak's short form, and the benchmark harness in --quick smoke mode. Ends with
+# one "N passed, N failed" line over the suites.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -29,6 +31,7 @@ suite "fuzz (each target 15 s)" scripts/fuzz.sh all 15
 
 export MPES_SERVER="$root/build/mcp-python-exec-sandbox"
 suite "e2e ($(id -un))" bash -c 'cd e2e_tests && node --test --test-concurrency=1 --test-reporter=spec .'
+suite "python sdk ($(id -un))" .tools/venv/bin/python e2e_tests/python/test_python_sdk.py
 
 if [ "$(id -u)" -eq 0 ]; then
   # The same e2e suite as an unprivileged user: the sandbox must hold without root too.
@@ -38,6 +41,8 @@ if [ "$(id -u)" -eq 0 ]; then
   mkdir -p "$stage/build"
   cp build/mcp-python-exec-sandbox build/mcp-python-exec-sandbox-zygote "$stage/build/"
   cp -r e2e_tests "$stage/e2e_tests"
+  # The Python tools' packages (built for Debian's python3), readable by that user.
+  cp -r .tools/venv/lib/python3*/site-packages "$stage/pylib"
   chown -R "$user:$user" "$stage"; chmod 755 "$stage"
   # A small filesystem the user owns, for the full --cache-dir fault (only root can mount it).
   # Under the home directory: a run's sandbox replaces /tmp with its own.
@@ -49,6 +54,9 @@ if [ "$(id -u)" -eq 0 ]; then
   suite "e2e ($user)" runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="/home/$user" \
     MPES_SERVER="$stage/build/mcp-python-exec-sandbox" "${small_fs_env[@]}" \
     bash -c "cd '$stage/e2e_tests' && node --test --test-concurrency=1 --test-reporter=spec ."
+  suite "python sdk ($user)" runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="/home/$user" \
+    MPES_SERVER="$stage/build/mcp-python-exec-sandbox" PYTHONPATH="$stage/pylib" \
+    /usr/bin/python3 "$stage/e2e_tests/python/test_python_sdk.py"
   if ((${#small_fs_env[@]})); then umount "$small_fs"; fi
   rmdir "$small_fs"
   rm -rf "$stage"
