@@ -19,7 +19,7 @@ apt_packages=(
   procps hyperfine
   dpkg-dev file help2man ccache
   clang-14 libclang-rt-14-dev
-  curl
+  haproxy curl
 )
 # polars where Debian packages it (not in Debian 12: its corpus scripts are then skipped, visibly).
 if apt-cache show python3-polars >/dev/null 2>&1; then
