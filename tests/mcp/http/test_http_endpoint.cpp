@@ -73,7 +73,7 @@ struct Fixture {
   int cancelled = 0;
   std::unique_ptr<http::Endpoint> endpoint;
 
-  explicit Fixture(http::AccessPolicy access = {}) {
+  explicit Fixture(http::AccessPolicy access = {}, http::SessionLimits limits = {}) {
     mcp::ToolDefinition echo;
     echo.name = "echo";
     echo.input_schema = {{"type", "object"}};
@@ -94,6 +94,7 @@ struct Fixture {
     options.access = access;
     options.instructions = "test";
     options.run_slots = 2;
+    options.sessions = limits;
     endpoint = std::make_unique<http::Endpoint>(io, tools, options);
   }
 
@@ -144,10 +145,13 @@ struct Fixture {
     return request("POST", headers, body.dump(), connection);
   }
 
-  std::string initialize() {
-    auto r = legacy("", {{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
-                         {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", json::object()},
-                                     {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+  std::shared_ptr<Recorded> try_initialize(const std::string& version = "2025-11-25") {
+    return legacy("", {{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                       {"params", {{"protocolVersion", version}, {"capabilities", json::object()},
+                                   {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+  }
+  std::string initialize(const std::string& version = "2025-11-25") {
+    auto r = try_initialize(version);
     REQUIRE(r->status == 200);
     return r->header("Mcp-Session-Id");
   }
@@ -380,4 +384,44 @@ TEST_CASE("http endpoint: shutdown refuses new requests with 503 and stops runni
   CHECK(f.request("GET", {}, "", 1, "/healthz")->status == 503);
   f.endpoint->abandon_in_flight("bye");
   CHECK(f.endpoint->calls_in_flight() == 0);
+}
+
+TEST_CASE("http endpoint: the number of sessions is bounded; the least recently used idle one goes") {
+  http::SessionLimits limits;
+  limits.max_sessions = 2;
+  Fixture f({}, limits);
+  const auto first = f.initialize();
+  const auto second = f.initialize();
+  // The second is busy with a run; the first is idle and least recently used.
+  f.legacy(second, {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"}, {"params", {{"name", "slow"}}}});
+  const auto third = f.initialize();
+  CHECK(f.endpoint->sessions() == 2);
+  CHECK(f.legacy(first, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}})->status == 404);
+  CHECK(f.legacy(second, {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}})->status == 200);
+  // Both left are busy: a new session is refused, not squeezed in.
+  f.legacy(third, {{"jsonrpc", "2.0"}, {"id", 4}, {"method", "tools/call"}, {"params", {{"name", "slow"}}}});
+  const auto refused = f.try_initialize();
+  CHECK(refused->status == 503);
+  CHECK(refused->header("Mcp-Session-Id").empty());
+}
+
+TEST_CASE("http endpoint: batches in a 2025-03-26 session, one JSON array back") {
+  Fixture f;
+  const auto session = f.initialize("2025-03-26");
+  auto r = f.legacy(session, json::array({{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "ping"}},
+                                          {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}},
+                                          {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/call"},
+                                           {"params", {{"name", "echo"}}}}}));
+  CHECK(r->status == 200);
+  const auto body = r->json_body();
+  REQUIRE(body.is_array());
+  REQUIRE(body.size() == 2);
+  CHECK(body[0]["id"] == 1);
+  CHECK(body[1]["result"]["content"][0]["text"] == "hi");
+  r = f.legacy(session, json::array({{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}}));
+  CHECK(r->status == 202);
+  // Not in a 2025-11-25 session.
+  const auto newer = f.initialize();
+  r = f.legacy(newer, json::array({{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "ping"}}}));
+  CHECK(r->json_body()["error"]["code"] == -32600);
 }
