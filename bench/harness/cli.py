@@ -17,7 +17,7 @@ import unittest
 from dataclasses import dataclass
 
 from harness import baselines as bl
-from harness import machine, memory, report, server_runs
+from harness import http_runs, machine, memory, report, server_runs
 from harness.client import HarnessError
 from harness.stats import summarize_ns
 from harness.workloads import HELLO, PANDAS, PANDAS_UNDECLARED, SEQUENTIAL, sleeper
@@ -70,7 +70,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="bench/run.sh",
         description="Benchmark the MCP server over stdio against fresh bwrap+python, python and "
-                    "uv processes per call; writes results.md, results.json and latency.svg.")
+                    "uv processes per call, and over Streamable HTTP (one server, and three behind "
+                    "HAProxy); writes results.md, results.json and latency.svg.")
     p.add_argument("--quick", action="store_true",
                    help="few iterations: a smoke test that the harness works end to end")
     p.add_argument("--server", default=os.path.join(REPO_ROOT, "build", "mcp-python-exec-sandbox"),
@@ -205,6 +206,23 @@ def run(args: argparse.Namespace) -> int:
     exit_info = session.close()
     results["server"]["shutdown"] = {"status": exit_info.status, "seconds": exit_info.seconds_to_exit,
                                      "killed": exit_info.killed}
+
+    # The same hello over Streamable HTTP, from one server and through HAProxy over three.
+    try:
+        # A fresh server: warmed at least as far as its first runs' side work (discovery) goes.
+        results["http"] = http_runs.measure([server_path] + server_args, _server_env(), log_dir, HELLO,
+                                            max(plan.warmup, 10), plan.server_iterations,
+                                            plan.throughput_requests, CONCURRENCY_LEVELS, plan.budget_s)
+    except HarnessError as e:
+        results["http"] = {"error": str(e)}
+        say(f"bench: WARNING: HTTP transport not measured: {e}")
+    for where, title in (("direct", "HTTP"), ("balanced", "HAProxy + 3 replicas")):
+        part = results["http"].get(where) or {}
+        if part.get("skipped"):
+            say(f"bench: SKIPPED {title}: {part['skipped']}")
+        elif part:
+            say(f"bench: hello over {title}: {_lat(part['hello']['latency_ms'])}; "
+                + ", ".join(f"{n} in flight {_rps(r)}" for n, r in part["throughput"].items()))
 
     results["machine"]["load_average_end"] = machine.load_average()
     results["targets"] = report.evaluate_targets(results)

@@ -213,6 +213,8 @@ def to_markdown(results: dict) -> str:
                          f"{_ms(sd['p90'] * 1000)} | {_ms(sd['min'] * 1000)} | {_ms(sd['max'] * 1000)} |")
         lines.append("")
 
+    lines += _http_section(results)
+
     mem = results.get("memory") or {}
     if mem:
         lines += ["## Memory (server process tree)", ""]
@@ -244,6 +246,46 @@ def to_markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _http_section(results: dict) -> list[str]:
+    h = results.get("http")
+    if not h:
+        return []
+    lines = ["## Transports: stdio, Streamable HTTP, HAProxy + 3 replicas (print('hello'))", ""]
+    if h.get("error"):
+        return lines + [f"Not measured: {h['error']}", ""]
+    stdio = _get(results, "sequential", "hello", "systems", "server", "latency_ms")
+    direct = _get(h, "direct", "hello", "latency_ms")
+    balanced = h.get("balanced") or {}
+    lines += ["One call at a time on one connection (HTTP: stateless 2026-07-28 POSTs, JSON answers, "
+              "keep-alive):", "",
+              "| transport | n | p50 ms | p90 ms | p99 ms | p50 ÷ stdio p50 |", "|---|---:|---:|---:|---:|---:|"]
+    rows = [("stdio", stdio), ("Streamable HTTP, one server", direct)]
+    if balanced.get("skipped"):
+        lines.append(f"(HAProxy not measured: {balanced['skipped']})")
+    else:
+        rows.append((f"HTTP through HAProxy, {balanced.get('replicas', 3)} replicas",
+                     _get(balanced, "hello", "latency_ms")))
+    for title, lat in rows:
+        if not lat:
+            lines.append(f"| {title} | 0 | failed | | | |")
+            continue
+        ratio = f"{lat['p50'] / stdio['p50']:.2f}×" if stdio else "—"
+        lines.append(f"| {title} | {lat['n']} | {_ms(lat['p50'])} | {_ms(lat['p90'])} | "
+                     f"{_ms(lat['p99'])} | {ratio} |")
+    lines += ["", "Throughput (stdio: requests in flight on one connection; HTTP: one connection "
+              "per request in flight):", "",
+              "| in flight | stdio runs/s | HTTP runs/s | HAProxy + replicas runs/s |", "|---:|---:|---:|---:|"]
+    for n in results.get("throughput", {}):
+        cells = []
+        for value in (_get(results, "throughput", n, "server", "runs_per_s"),
+                      _get(h, "direct", "throughput", n, "runs_per_s"),
+                      _get(balanced, "throughput", n, "runs_per_s")):
+            cells.append(f"{value:.0f}" if value else "—")
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
 def to_readme_table(results: dict) -> str:
     """The compact table for the README's performance section: p50 per workload and system."""
     m = results["machine"]
@@ -272,6 +314,18 @@ def to_readme_table(results: dict) -> str:
         ours, base = _get(per, "server", "runs_per_s"), _get(per, "bwrap", "runs_per_s")
         speed = f"{ours / base:.1f}×" if ours and base else "—"
         lines.append(f"| hello throughput, {n} in flight | " + " | ".join(cells) + f" | {speed} |")
+    h = results.get("http") or {}
+    pad = " |" * (len(shown) - 1) + " |"
+    for where, title in (("direct", "over Streamable HTTP"), ("balanced", "over HTTP, HAProxy + 3 replicas")):
+        part = h.get(where) or {}
+        if not part or part.get("skipped"):
+            continue
+        p50 = _get(part, "hello", "latency_ms", "p50")
+        lines.append(f"| print('hello') {title} | {_ms(p50) + ' ms' if p50 is not None else '—'} |" + pad)
+        for n, r in (part.get("throughput") or {}).items():
+            rps = r.get("runs_per_s")
+            lines.append(f"| hello throughput {title}, {n} in flight | "
+                         f"{f'{rps:.0f} runs/s' if rps else '—'} |" + pad)
     cs = results.get("cold_start") or {}
     for key, title in (("initialize_ms", "`initialize` after process start"),
                        ("first_result_ms", "first result after process start")):
@@ -304,6 +358,12 @@ def collect_errors(results: dict) -> list[str]:
     for run in (results.get("cold_start") or {}).get("runs", []):
         if run.get("error"):
             out.append(f"cold start: {_oneline(run['error'])}")
+    for where in ("direct", "balanced"):
+        part = _get(results, "http", where) or {}
+        for what, r in [("hello", part.get("hello"))] + [
+                (f"{n} in flight", r) for n, r in (part.get("throughput") or {}).items()]:
+            if r and r.get("first_error"):
+                out.append(f"HTTP ({where}) {what}: {r['errors']} failed; first: {_oneline(r['first_error'])}")
     c = _get(results, "memory", "concurrent")
     if c and c.get("first_error"):
         out.append(f"memory (concurrent sleeps): {_oneline(c['first_error'])}")

@@ -101,3 +101,35 @@ class ChartTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HttpSectionTest(unittest.TestCase):
+    def _with_http(self, balanced):
+        r = _results()
+        r["http"] = {"direct": {"hello": {"latency_ms": _lat(2.0), "errors": 0},
+                                "throughput": {"4": {"runs_per_s": 300.0, "errors": 0}}},
+                     "balanced": balanced}
+        r["targets"] = report.evaluate_targets(r)
+        return r
+
+    def test_http_next_to_stdio_and_the_balancer(self):
+        r = self._with_http({"replicas": 3, "hello": {"latency_ms": _lat(3.0), "errors": 0},
+                             "throughput": {"4": {"runs_per_s": 250.0, "errors": 2,
+                                                  "first_error": "connection failed: reset"}}})
+        md = report.to_markdown(r)
+        self.assertIn("| stdio | 5 | 1.00 |", md)
+        self.assertIn("| Streamable HTTP, one server | 5 | 2.00 |", md)
+        self.assertIn("| 2.00× |", md)
+        self.assertIn("| HTTP through HAProxy, 3 replicas | 5 | 3.00 |", md)
+        self.assertIn("| 4 | 400 | 300 | 250 |", md)
+        self.assertIn("HTTP (balanced) 4 in flight: 2 failed; first: connection failed: reset", md)
+        table = report.to_readme_table(r)
+        self.assertIn("| print('hello') over Streamable HTTP | 2.00 ms |", table)
+        self.assertIn("| hello throughput over HTTP, HAProxy + 3 replicas, 4 in flight | 250 runs/s |", table)
+
+    def test_skipped_balancer_and_unmeasured_http(self):
+        md = report.to_markdown(self._with_http({"skipped": "haproxy not installed"}))
+        self.assertIn("(HAProxy not measured: haproxy not installed)", md)
+        r = _results()
+        r["http"] = {"error": "the HTTP server did not start listening"}
+        self.assertIn("Not measured: the HTTP server did not start listening", report.to_markdown(r))
