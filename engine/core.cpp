@@ -63,7 +63,8 @@ Core::Core(asio::io_context& io, EngineConfig config)
       catalog_(io_, worker_.get_executor(),
                host_interpreter_sources(config_.uv_path, engine_cache_dir(config_.cache_dir)),
                config_.python_version),
-      scheduler_(effective_max_concurrent_runs(config_)),
+      scheduler_(config_.max_concurrent_runs != 0 ? config_.max_concurrent_runs
+                                                  : 2 * std::max(1u, std::thread::hardware_concurrency())),
       pool_(io_, {config_.max_zygotes, config_.zygote_idle_seconds},
             [this](const std::string& key) { return catalog_.is_default(key); },
             [this](const std::string& key, ZygoteProcess::State state, const std::string& reason) {
@@ -108,7 +109,7 @@ std::uint64_t Core::execute(RunRequest request, Engine::ProgressFn progress, Eng
     refuse(job, "the server is shutting down");
     return job->id;
   }
-  scheduler_.enqueue(job->id);
+  scheduler_.enqueue(job->id, job->request.client);
   startup_.begin(false);
   pump();
   return job->id;

@@ -3,9 +3,6 @@
 #include "engine/event_loop.h"  // first: see there
 #include "engine/engine.h"
 
-#include <algorithm>
-#include <thread>
-
 #include "engine/core.h"
 
 namespace engine {
@@ -45,11 +42,6 @@ class EngineImpl final : public Engine {
 };
 
 }  // namespace
-
-unsigned effective_max_concurrent_runs(const EngineConfig& config) {
-  if (config.max_concurrent_runs != 0) return config.max_concurrent_runs;
-  return 2 * std::max(1u, std::thread::hardware_concurrency());
-}
 
 std::unique_ptr<Engine> make_engine(asio::io_context& io, EngineConfig config) {
   return std::make_unique<EngineImpl>(io, std::move(config));

@@ -69,7 +69,4 @@ class Engine {
 
 std::unique_ptr<Engine> make_engine(asio::io_context& io, EngineConfig config);
 
-// Runs at once: max_concurrent_runs, or 2 x cores when it is 0.
-unsigned effective_max_concurrent_runs(const EngineConfig& config);
-
 }  // namespace engine

@@ -24,6 +24,9 @@ struct RunRequest {
   std::vector<std::string> dependencies;     // merged with the script's PEP 723 block
   int timeout_seconds = 30;                  // already clamped to [1, --max-timeout]
   std::optional<std::string> python_version;  // "X.Y"; empty = the server's default
+  // Who asked (an HTTP client's address; empty on stdio, one client): runs of different clients
+  // take turns for the slots (engine/scheduler.h).
+  std::string client;
 };
 
 // One output stream as kept: head + marker + tail when over --max-output-bytes.

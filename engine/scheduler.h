@@ -1,6 +1,8 @@
 // The run queue: which waiting runs may start, and in which order, within --max-concurrent-runs.
-// Runs of one client are offered in arrival order; clients take turns (the one whose run started
-// last goes to the back), so a burst from one client cannot starve another's call. A run that is
+// Runs of one client are offered in arrival order; clients take turns: a free slot goes first to
+// the client with the fewest runs going, then to the one whose last run started longest ago (a
+// client that has not run yet counts as the longest ago), so a burst from one client cannot starve
+// another's call, also one that arrives after the burst has started. A run that is
 // not ready yet (its environment is installing, its zygote is warming) keeps its place without
 // holding a slot, and the runs behind it are offered. Pure bookkeeping: it runs nothing itself.
 #pragma once
@@ -47,15 +49,26 @@ class Scheduler {
   bool is_running(Id id) const { return running_.count(id) != 0; }
 
  private:
+  void forget_if_idle(const std::string& client);
+
+ public:
+
+ private:
   // The queued runs in the order they are offered: the first of each client in turn, then the
   // second of each, and so on.
   std::vector<Id> offer_order() const;
 
   unsigned max_running_;
   std::map<std::string, std::deque<Id>> by_client_;
-  std::deque<std::string> turn_;  // clients with queued runs; the front is offered first
+  std::deque<std::string> turn_;  // clients with queued runs, by arrival (ties go to the front)
   std::map<Id, std::string> client_of_;
-  std::set<Id> running_;
+  std::map<Id, std::string> running_;  // run -> its client
+  struct ClientRecord {
+    unsigned running = 0;
+    std::uint64_t last_start = 0;  // 0: none since it last had nothing queued or running
+  };
+  std::map<std::string, ClientRecord> clients_;  // clients with runs queued or running
+  std::uint64_t starts_ = 0;
   std::size_t queued_ = 0;
   std::optional<Id> offering_;   // the run being offered, while `step` runs
   bool offered_ended_ = false;   // it started and already ended within `step`

@@ -8,7 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include "mcp/era.h"
-#include "mcp/fair_queue.h"
 #include "mcp/jsonrpc.h"
 
 namespace mcp {
@@ -87,36 +86,12 @@ class CallImpl final : public ToolCall, public std::enable_shared_from_this<Call
                                                                {"data", std::move(data)}}));
   }
 
-  // Starts the tool, at once or when the fair queue gives the call its turn.
-  void start(const ToolDefinition& tool) {
-    if (options_.queue != nullptr && tool.takes_run_slot) {
-      auto self = weak_from_this();
-      const ToolDefinition* definition = &tool;
-      ticket_ = options_.queue->submit(options_.client, [self, definition] {
-        if (auto call = self.lock()) call->run(*definition);
-      });
-      if (!ticket_) {
-        finish({{"content", json::array({{{"type", "text"},
-                                          {"text", "Too many calls of this client are waiting "
-                                                   "for a run slot; retry later"}}})},
-                {"isError", true}});
-      }
-      return;
-    }
-    run(tool);
-  }
+  const std::string& client() const override { return options_.client; }
 
   void request_cancel() {
     if (cancel_requested_) return;
     cancel_requested_ = true;
     auto self = shared_from_this();
-    if (ticket_ && !ticket_->started()) {
-      // Still waiting for its turn: nothing runs, so nothing needs stopping.
-      ticket_.reset();
-      finish({{"content", json::array({{{"type", "text"}, {"text", "Cancelled before it started"}}})},
-              {"isError", true}});
-      return;
-    }
     auto hooks = std::move(hooks_);
     hooks_.clear();
     for (auto& hook : hooks) hook();
@@ -136,7 +111,6 @@ class CallImpl final : public ToolCall, public std::enable_shared_from_this<Call
     complete(rpc::error_response(id_, rpc::kInternalError, reason));
   }
 
- private:
   void run(const ToolDefinition& tool) {
     try {
       tool.handler(shared_from_this());
@@ -148,6 +122,7 @@ class CallImpl final : public ToolCall, public std::enable_shared_from_this<Call
     }
   }
 
+ private:
   void complete(json response) {
     auto self = shared_from_this();
     done_ = true;
@@ -157,7 +132,6 @@ class CallImpl final : public ToolCall, public std::enable_shared_from_this<Call
   }
 
   void detach() {
-    ticket_.reset();  // frees the run slot for the next call waiting
     if (auto table = table_.lock()) table->calls.erase(key_);
   }
 
@@ -171,7 +145,6 @@ class CallImpl final : public ToolCall, public std::enable_shared_from_this<Call
   bool cancel_requested_ = false;
   std::optional<double> last_progress_;
   std::vector<std::function<void()>> hooks_;
-  std::unique_ptr<FairQueue::Ticket> ticket_;
 };
 
 }  // namespace
@@ -213,7 +186,7 @@ void CallTable::call_tool(const ToolRegistry& tools, const json& id, std::string
   auto call = std::make_shared<CallImpl>(state_, id, key, std::move(arguments), std::move(options),
                                          std::move(outlet));
   state_->calls.emplace(std::move(key), call);
-  call->start(*tool);
+  call->run(*tool);
 }
 
 bool CallTable::cancel(const std::string& key) {

@@ -16,8 +16,6 @@
 
 namespace mcp {
 
-class FairQueue;
-
 // Where one request's messages go: notifications related to it, then its response.
 struct Outlet {
   std::function<void(nlohmann::json notification)> notify;  // empty: notifications are dropped
@@ -31,9 +29,7 @@ struct CallOptions {
   std::function<bool(LogLevel)> wants_log;       // empty: no notifications/message
   std::string logger_name = "mcp-python-exec-sandbox";
   bool stateless = false;                        // stateless era: resultType + serverInfo
-  // Runs that take a run slot wait their turn here, fairly across clients (HTTP); null: at once.
-  FairQueue* queue = nullptr;
-  std::string client;                            // the client the call counts against
+  std::string client;  // who asked (an HTTP client's address): runs of clients take turns
 };
 
 class CallTable {

@@ -204,7 +204,6 @@ int serve_http(const CliOptions& options, ServerHooks hooks,
   http::EndpointOptions endpoint_options;
   endpoint_options.access = {options.http.loopback, options.http.auth_token};
   endpoint_options.instructions = server_instructions(options.engine);
-  endpoint_options.run_slots = engine::effective_max_concurrent_runs(options.engine);
   http::Endpoint endpoint(io, registry, endpoint_options);
   http::ListenerOptions listener_options;
   listener_options.host = options.http.host;

@@ -31,6 +31,8 @@ class ToolCall {
   virtual bool cancelled() const = 0;
   // notifications/message, subject to logging/setLevel.
   virtual void log(LogLevel level, nlohmann::json data) = 0;
+  // Who asked (an HTTP client's address; empty on stdio): runs of different clients take turns.
+  virtual const std::string& client() const = 0;
 };
 
 using ToolHandler = std::function<void(std::shared_ptr<ToolCall>)>;
@@ -43,7 +45,6 @@ struct ToolDefinition {
   nlohmann::json output_schema;  // null = none
   nlohmann::json annotations;    // null = none
   ToolHandler handler;
-  bool takes_run_slot = false;   // its calls run scripts: on HTTP they wait their turn fairly
 
   // The tools/list entry. Both schemas are JSON Schema 2020-12 and say so ($schema), in every
   // protocol version.

@@ -8,7 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include "mcp/call_table.h"
-#include "mcp/fair_queue.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/stateless_handler.h"
 
@@ -41,15 +40,13 @@ const char* kNoSessionHelp =
 struct Endpoint::State : std::enable_shared_from_this<Endpoint::State> {
   State(asio::io_context& context, const ToolRegistry& registry, EndpointOptions opts)
       : io(context), tools(registry), options(std::move(opts)),
-        queue(context, options.run_slots, options.max_waiting_per_client),
         stateless(registry, options.instructions, options.logger_name),
         sessions(context, registry, SessionOptions{options.instructions, LogLevel::warning, options.logger_name},
-                 options.sessions, queue) {}
+                 options.sessions) {}
 
   asio::io_context& io;
   const ToolRegistry& tools;
   EndpointOptions options;
-  FairQueue queue;
   CallTable calls;  // stateless calls, keyed by the server (client ids may collide)
   StatelessHandler stateless;
   Sessions sessions;
@@ -159,7 +156,6 @@ void Endpoint::State::post_stateless(const Request& request, const json& message
                   reply->done(std::move(answer));
                 }};
   CallOptions base;
-  base.queue = &queue;
   base.client = request.peer;
   stateless.dispatch(id, msg.method, params, meta, calls, key, base, outlet);
   reply->begin_stream();  // still running: its stream carries progress, then the result

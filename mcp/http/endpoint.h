@@ -3,7 +3,8 @@
 // 2026-07-28 per-request _meta is served statelessly (mirrored headers checked, HTTP statuses
 // from the error codes, 202 for notifications, an event stream for a running call that ends the
 // call when it closes); initialize and Mcp-Session-Id traffic go to the initialize-era sessions.
-// Runs that need a slot queue fairly between client addresses. Single-threaded (io thread).
+// Calls carry the client's address, so that the engine's scheduler lets clients take turns.
+// Single-threaded (io thread).
 #pragma once
 
 #include <cstdint>
@@ -25,8 +26,6 @@ struct EndpointOptions {
   AccessPolicy access;
   std::string instructions;
   std::string logger_name = "mcp-python-exec-sandbox";
-  std::size_t run_slots = 4;                // runs at once (the engine's --max-concurrent-runs)
-  std::size_t max_waiting_per_client = 256;  // more waiting calls of one client are refused
   SessionLimits sessions;
 };
 

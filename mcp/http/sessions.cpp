@@ -53,15 +53,13 @@ void refuse(Response& response, int status, int code, const std::string& message
 }  // namespace
 
 struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
-  State(asio::io_context& context, const ToolRegistry& registry, SessionOptions opts,
-        SessionLimits l, FairQueue& q)
-      : io(context), tools(registry), options(std::move(opts)), limits(l), queue(q), sweeper(context) {}
+  State(asio::io_context& context, const ToolRegistry& registry, SessionOptions opts, SessionLimits l)
+      : io(context), tools(registry), options(std::move(opts)), limits(l), sweeper(context) {}
 
   asio::io_context& io;
   const ToolRegistry& tools;
   SessionOptions options;
   SessionLimits limits;
-  FairQueue& queue;
   asio::steady_timer sweeper;
   bool accepting = true;
   std::map<std::string, std::shared_ptr<HttpSession>> sessions;
@@ -87,7 +85,6 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
 
   CallOptions base(const Request& request) {
     CallOptions options_for_call;
-    options_for_call.queue = &queue;
     options_for_call.client = request.peer;
     return options_for_call;
   }
@@ -170,8 +167,8 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
 };
 
 Sessions::Sessions(asio::io_context& io, const ToolRegistry& tools, SessionOptions options,
-                   SessionLimits limits, FairQueue& queue)
-    : state_(std::make_shared<State>(io, tools, std::move(options), limits, queue)) {
+                   SessionLimits limits)
+    : state_(std::make_shared<State>(io, tools, std::move(options), limits)) {
   state_->schedule_sweep();
 }
 

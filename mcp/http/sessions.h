@@ -15,7 +15,6 @@
 
 #include "engine/event_loop.h"
 #include "mcp/call_table.h"
-#include "mcp/fair_queue.h"
 #include "mcp/http/exchange.h"
 #include "mcp/http/rules.h"
 #include "mcp/http/streams.h"
@@ -39,7 +38,7 @@ using StreamClosedFn = std::function<void(std::uint64_t connection, std::weak_pt
 class Sessions {
  public:
   Sessions(asio::io_context& io, const ToolRegistry& tools, SessionOptions options,
-           SessionLimits limits, FairQueue& queue);
+           SessionLimits limits);
   ~Sessions();
   Sessions(const Sessions&) = delete;
   Sessions& operator=(const Sessions&) = delete;

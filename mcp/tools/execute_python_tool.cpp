@@ -82,7 +82,6 @@ ToolDefinition make_execute_python_tool(const Services& services) {
       {"required", {"script"}},
   };
   tool.output_schema = run_output_schema();
-  tool.takes_run_slot = true;
   tool.annotations = {{"title", tool.title},
                       {"readOnlyHint", false},
                       {"destructiveHint", false},
@@ -96,6 +95,7 @@ ToolDefinition make_execute_python_tool(const Services& services) {
       request.timeout_seconds =
           clamp_timeout(integer_argument(call->arguments(), "timeout_seconds"), services.config);
       request.python_version = python_version_argument(call->arguments());
+      request.client = call->client();
     } catch (const ArgumentError& e) {
       call->finish(error_result(e.what()));
       return;

@@ -124,3 +124,40 @@ TEST_CASE("scheduler: the offered run may remove later ones; take_queued empties
   CHECK(s.queued() == 0);
   CHECK(pump_ready(s, {}).empty());
 }
+
+TEST_CASE("scheduler: a client arriving behind another's backlog gets the next slot") {
+  Scheduler s(1);
+  s.enqueue(1, "a");
+  CHECK(pump_ready(s, {}) == std::vector<Scheduler::Id>{1});
+  // a queues more while its first run goes; b arrives afterwards with one run.
+  s.enqueue(2, "a");
+  s.enqueue(3, "a");
+  s.enqueue(4, "b");
+  std::vector<Scheduler::Id> order;
+  s.finished(1);
+  while (s.queued() > 0) {
+    const auto started = pump_ready(s, {});
+    REQUIRE(started.size() == 1);
+    order.push_back(started[0]);
+    s.finished(started[0]);
+  }
+  // b has waited longest since its last start (never): it goes before a's backlog.
+  CHECK(order == std::vector<Scheduler::Id>{4, 2, 3});
+}
+
+TEST_CASE("scheduler: with several slots, the client with fewer runs going comes first") {
+  Scheduler s(2);
+  s.enqueue(1, "a");
+  s.enqueue(2, "a");
+  s.enqueue(3, "a");
+  s.enqueue(4, "b");
+  // Two slots: a's first and b's only one, not a's first two.
+  CHECK(pump_ready(s, {}) == std::vector<Scheduler::Id>{1, 4});
+  s.finished(4);
+  s.enqueue(5, "b");
+  // a has one going, b none: b's next run first, although a's runs waited longer.
+  CHECK(pump_ready(s, {}) == std::vector<Scheduler::Id>{5});
+  s.finished(1);
+  s.finished(5);
+  CHECK(pump_ready(s, {}) == std::vector<Scheduler::Id>{2, 3});
+}

@@ -9,6 +9,7 @@
 
 #include "engine/event_loop.h"
 #include "engine/interpreters/catalog.h"
+#include "mcp/call_table.h"
 #include "mcp/session.h"
 #include "mcp/tools/services.h"
 #include "mcp/tools/validate_script_tool.h"
@@ -307,6 +308,22 @@ TEST_CASE("execute_python: clamps the timeout, forwards progress, formats the re
         "--- stdout ---\n1\n\n--- exit_code: 0 ---\n--- duration_ms: 3 ---\n--- usage: wall_ms=3 end=exit ---");
   CHECK(h.out[0]["result"]["structuredContent"]["stdout"] == "1\n");
   CHECK(h.out[0]["result"]["isError"] == false);
+}
+
+TEST_CASE("execute_python: the engine learns who asked (clients take turns for run slots)") {
+  ToolHarness h;
+  const auto* tool = h.registry.find("execute_python");
+  REQUIRE(tool != nullptr);
+  mcp::CallTable table;
+  mcp::CallOptions options;
+  options.client = "192.0.2.7";
+  table.call_tool(h.registry, 9, "9", {{"name", "execute_python"}, {"arguments", {{"script", "x"}}}},
+                  options, mcp::Outlet{nullptr, [](std::optional<json>) {}});
+  h.pump();
+  h.call("execute_python", {{"script", "y"}}, 2);  // on stdio: one client, no name
+  REQUIRE(h.engine.requests.size() == 2);
+  CHECK(h.engine.requests[0].client == "192.0.2.7");
+  CHECK(h.engine.requests[1].client.empty());
 }
 
 TEST_CASE("execute_python: cancellation reaches the engine and suppresses the answer") {

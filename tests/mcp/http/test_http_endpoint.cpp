@@ -84,7 +84,6 @@ struct Fixture {
     mcp::ToolDefinition slow;
     slow.name = "slow";
     slow.input_schema = {{"type", "object"}};
-    slow.takes_run_slot = true;
     slow.handler = [this](std::shared_ptr<mcp::ToolCall> call) {
       call->on_cancel([this] { ++cancelled; });
       calls.push_back(call);
@@ -93,7 +92,6 @@ struct Fixture {
     http::EndpointOptions options;
     options.access = access;
     options.instructions = "test";
-    options.run_slots = 2;
     options.sessions = limits;
     endpoint = std::make_unique<http::Endpoint>(io, tools, options);
   }
@@ -268,6 +266,7 @@ TEST_CASE("http endpoint: a running stateless call streams its progress and resu
   json params = {{"name", "slow"}};
   auto r = f.stateless("c", "tools/call", params);
   REQUIRE(f.calls.size() == 1);
+  CHECK(f.calls[0]->client() == "127.0.0.1");  // the engine lets clients take turns by this
   CHECK(r->started);
   CHECK(r->status == 200);
   CHECK(r->header("Content-Type") == "text/event-stream");
