@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/cache_dir.h"
 #include "engine/interpreters/probe_cache.h"
 #include "profiles/mpes_profiles.h"
 
@@ -61,7 +62,7 @@ Core::Core(asio::io_context& io, EngineConfig config)
     : io_(io),
       config_(std::move(config)),
       catalog_(io_, worker_.get_executor(),
-               host_interpreter_sources(config_.uv_path, engine_cache_dir(config_.cache_dir)),
+               host_interpreter_sources(config_.uv_path, engine::cache_dir(config_.cache_dir)),
                config_.python_version),
       scheduler_(config_.max_concurrent_runs != 0 ? config_.max_concurrent_runs
                                                   : 2 * std::max(1u, std::thread::hardware_concurrency())),

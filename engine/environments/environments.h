@@ -24,7 +24,7 @@
 namespace engine {
 
 struct EnvironmentsConfig {
-  std::string cache_dir;                    // "" = default_cache_dir()
+  std::string cache_dir;                    // "" = engine::cache_dir()
   std::uint64_t max_bytes = 4096ull << 20;  // --env-cache-max-mb
   deps::InstallerOptions installer;         // uv path, index options, sandboxing, timeout
   unsigned worker_threads = 4;

@@ -21,6 +21,8 @@
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/cache_dir.h"
+
 namespace engine {
 
 namespace fs = std::filesystem;
@@ -44,14 +46,6 @@ std::string sha256_hex(std::string_view data) {
 }
 
 // ---- Keys
-
-std::string default_cache_dir() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/mcp-python-exec-sandbox";
-  const char* home = std::getenv("HOME");
-  if (home != nullptr && home[0] == '/') return std::string(home) + "/.cache/mcp-python-exec-sandbox";
-  return "/tmp/mcp-python-exec-sandbox-" + std::to_string(::geteuid());
-}
 
 std::string canonical_requirement(const Requirement& r) {
   std::string name = r.normalized_name.empty() ? normalize_name(r.name) : r.normalized_name;
@@ -191,12 +185,18 @@ bool is_key(std::string_view name) {
 }  // namespace
 
 EnvironmentStore::EnvironmentStore(std::string cache_dir, std::uint64_t max_bytes)
-    : cache_dir_(cache_dir.empty() ? default_cache_dir() : std::move(cache_dir)),
+    : cache_dir_(engine::cache_dir(cache_dir)),
       max_bytes_(max_bytes) {
   while (cache_dir_.size() > 1 && cache_dir_.back() == '/') cache_dir_.pop_back();
 }
 
 void EnvironmentStore::open() {
+  if (cache_dir_.empty()) {
+    throw StoreError("no directory for the environment cache: XDG_CACHE_HOME and HOME are unset, "
+                     "the account has no home directory and /tmp/mcp-python-exec-sandbox-" +
+                     std::to_string(::geteuid()) + " is not a private directory of this user; "
+                     "choose one with --cache-dir");
+  }
   for (const auto& dir : {cache_dir_, envs_dir(), cache_dir_ + "/locks", installer_cache_dir()}) {
     std::error_code ec;
     fs::create_directories(dir, ec);

@@ -31,9 +31,6 @@ namespace engine {
 // SHA-256 of `data`, lowercase hex.
 std::string sha256_hex(std::string_view data);
 
-// $XDG_CACHE_HOME/mcp-python-exec-sandbox, else $HOME/.cache/mcp-python-exec-sandbox.
-std::string default_cache_dir();
-
 // One requirement in a canonical form: normalised name, sorted extras, specifier clauses without
 // spaces and sorted, url. Markers are not part of it (they are evaluated before).
 std::string canonical_requirement(const Requirement& requirement);

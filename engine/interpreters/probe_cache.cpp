@@ -73,17 +73,6 @@ Interpreter from_json(const json& j) {
 
 }  // namespace
 
-std::string engine_cache_dir(const std::string& configured) {
-  if (!configured.empty()) return configured;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && xdg[0] == '/') {
-    return std::string(xdg) + "/mcp-python-exec-sandbox";
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/') {
-    return std::string(home) + "/.cache/mcp-python-exec-sandbox";
-  }
-  return "";
-}
-
 std::optional<Interpreter> load_cached_interpreter(const std::string& file, const std::string& candidate) {
   std::ifstream in(file);
   if (!in) return std::nullopt;

@@ -10,9 +10,6 @@
 
 namespace engine {
 
-// <configured>, else $XDG_CACHE_HOME/mcp-python-exec-sandbox, else ~/.cache/...; "" if none.
-std::string engine_cache_dir(const std::string& configured);
-
 // The cached probe of `candidate` (e.g. "/usr/bin/python3") in `file`, if still valid.
 std::optional<Interpreter> load_cached_interpreter(const std::string& file, const std::string& candidate);
 // Remembers it (best effort: an unwritable cache only costs the next start a probe).

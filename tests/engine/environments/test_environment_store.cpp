@@ -95,16 +95,6 @@ TEST_CASE("environment keys depend on interpreter, requirement set and index opt
   CHECK(engine::environment_key(py, {req("a>=1"), req("b")}, links) != k1);
 }
 
-TEST_CASE("default_cache_dir follows XDG_CACHE_HOME, then HOME", "[store]") {
-  const char* old_xdg = std::getenv("XDG_CACHE_HOME");
-  std::string saved = old_xdg ? old_xdg : "";
-  ::setenv("XDG_CACHE_HOME", "/var/tmp/xdg", 1);
-  CHECK(engine::default_cache_dir() == "/var/tmp/xdg/mcp-python-exec-sandbox");
-  ::unsetenv("XDG_CACHE_HOME");
-  CHECK(engine::default_cache_dir() == std::string(std::getenv("HOME")) + "/.cache/mcp-python-exec-sandbox");
-  if (old_xdg) ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
-}
-
 TEST_CASE("get_or_build builds once, then finds the environment", "[store]") {
   fixtures::TempDir dir;
   EnvironmentStore store(dir.path() + "/cache", 1ull << 30);

@@ -17,6 +17,7 @@
 
 #include "engine/interpreters/discovery.h"
 #include "engine/packaging/pep440.h"
+#include "tests/support/scoped_env.h"
 
 namespace fs = std::filesystem;
 
@@ -190,31 +191,7 @@ TEST_CASE("discovery walks uv, PATH, pyenv and system dirs in order", "[interpre
   }
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test_support::ScopedEnv;
 
 TEST_CASE("pyenv shims on PATH are run only when pyenv can resolve them", "[interpreters]") {
   engine::clear_interpreter_cache();
