@@ -18,8 +18,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <sstream>
 
+#include "sandbox/path_search.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/unique_fd.h"
@@ -210,17 +210,9 @@ void diagnose_userns(ProbeResult& r, const std::string& bwrap_output) {
 }  // namespace
 
 std::string find_bwrap() {
-  if (const char* path = std::getenv("PATH")) {
-    std::istringstream in(path);
-    std::string dir;
-    while (std::getline(in, dir, ':')) {
-      if (dir.empty() || dir[0] != '/') continue;
-      const std::string candidate = dir + "/bwrap";
-      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    }
-  }
+  if (auto found = find_executable("bwrap")) return *found;
   for (const char* p : {"/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"}) {
-    if (::access(p, X_OK) == 0) return p;
+    if (auto found = find_executable(p)) return *found;
   }
   return "";
 }

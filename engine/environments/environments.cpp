@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/environments/requirement_check.h"
+#include "sandbox/path_search.h"
 
 namespace engine {
 
@@ -420,7 +421,7 @@ void Environments::report(std::function<void(EnvironmentsStatus)> done) {
     const auto usage = self->store.usage();
     status.bytes = usage.bytes;
     status.environments = usage.environments;
-    const auto uv = deps::find_executable(self->config.installer.uv_path);
+    const auto uv = sandbox::find_executable(self->config.installer.uv_path);
     status.installer = uv ? "uv (" + *uv + ")" : std::string("pip (python -m pip)");
     status.installer_sandboxed = self->config.installer.sandboxed;
     status.cache_warming = warm;

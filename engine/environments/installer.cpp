@@ -25,6 +25,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sandbox/path_search.h"
+
 namespace engine::deps {
 
 namespace fs = std::filesystem;
@@ -137,36 +139,11 @@ const char* step_text(int step) {
 
 }  // namespace
 
-std::optional<std::string> find_executable(const std::string& name) {
-  auto usable = [](const std::string& path) {
-    struct stat st{};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-  };
-  if (name.empty()) return std::nullopt;
-  if (name.find('/') != std::string::npos) {
-    if (!usable(name)) return std::nullopt;
-    std::error_code ec;
-    auto abs = fs::absolute(name, ec);
-    return ec ? name : abs.string();
-  }
-  const char* path_env = std::getenv("PATH");
-  std::string_view path = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
-  while (!path.empty()) {
-    auto colon = path.find(':');
-    std::string dir(path.substr(0, colon));
-    path = colon == std::string_view::npos ? std::string_view{} : path.substr(colon + 1);
-    if (dir.empty()) continue;  // an empty entry means cwd: never for a sandbox tool
-    std::string candidate = dir + "/" + name;
-    if (usable(candidate)) return candidate;
-  }
-  return std::nullopt;
-}
-
 ProcessResult run_process(const ProcessSpec& spec,
                           const std::function<void(std::string_view line)>& on_line,
                           KillSwitch* kill_switch, std::size_t max_capture) {
   if (spec.argv.empty()) throw std::runtime_error("run_process: empty command");
-  auto program = find_executable(spec.argv[0]);
+  auto program = sandbox::find_executable(spec.argv[0]);
   if (!program) throw std::runtime_error("program not found: " + spec.argv[0]);
 
   // Everything the child needs is prepared before fork: after it only syscalls are allowed.
@@ -577,7 +554,7 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
   if (request.interpreter == nullptr) throw std::invalid_argument("run_installer: no interpreter");
   const Interpreter& interp = *request.interpreter;
 
-  auto uv = find_executable(options.uv_path);
+  auto uv = sandbox::find_executable(options.uv_path);
   InstallerKind kind;
   std::string uv_program;
   if (uv) {
@@ -623,7 +600,7 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
   BwrapMounts mounts;
   mounts.staged = who.dropped;
   if (options.sandboxed) {
-    auto bwrap = find_executable(options.bwrap_path);
+    auto bwrap = sandbox::find_executable(options.bwrap_path);
     if (!bwrap) {
       throw InstallerUnavailable(
           "bubblewrap (" + options.bwrap_path + ") was not found, so dependencies cannot be "

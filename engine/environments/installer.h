@@ -94,9 +94,6 @@ ProcessResult run_process(const ProcessSpec& spec,
                           const std::function<void(std::string_view line)>& on_line = {},
                           KillSwitch* kill_switch = nullptr, std::size_t max_capture = 1 << 20);
 
-// Absolute path of an executable: `name` itself when it contains '/', else searched on $PATH.
-std::optional<std::string> find_executable(const std::string& name);
-
 enum class InstallerKind { uv, pip };
 
 // The full installer command line (before sandboxing). `requirements` are PEP 508 strings.

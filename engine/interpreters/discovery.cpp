@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/packaging/pep440.h"
+#include "sandbox/path_search.h"
 
 extern char** environ;
 
@@ -626,19 +627,18 @@ void add_dir_candidates(const std::string& dir, const std::string& source,
   }
 }
 
+// $PATH, or the directories the options name instead.
+std::string search_path(const DiscoveryOptions& options) {
+  if (options.path_dirs.empty()) return sandbox::search_path();
+  std::string path;
+  for (const std::string& dir : options.path_dirs) path += (path.empty() ? "" : ":") + dir;
+  return path;
+}
+
+// The directories searched for pythonX.Y and python3, as the shell reads PATH
+// (sandbox/path_search.h: an empty entry is the current directory).
 std::vector<std::string> path_dirs(const DiscoveryOptions& options) {
-  if (!options.path_dirs.empty()) return options.path_dirs;
-  std::vector<std::string> dirs;
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path ? path : "";
-  while (!rest.empty()) {
-    const std::size_t colon = rest.find(':');
-    const std::string_view dir = rest.substr(0, colon);
-    if (!dir.empty() && dir.front() == '/') dirs.emplace_back(dir);  // never the cwd
-    if (colon == std::string_view::npos) break;
-    rest.remove_prefix(colon + 1);
-  }
-  return dirs;
+  return sandbox::path_directories(search_path(options));
 }
 
 std::string pyenv_root(const DiscoveryOptions& options) {
@@ -679,16 +679,7 @@ void add_pyenv_candidates(const std::string& root, std::vector<Candidate>& out,
 }
 
 std::optional<std::string> find_uv(const DiscoveryOptions& options) {
-  if (options.uv_path.empty()) return std::nullopt;
-  if (options.uv_path.find('/') != std::string::npos) {
-    if (is_executable_file(options.uv_path)) return options.uv_path;
-    return std::nullopt;
-  }
-  for (const std::string& dir : path_dirs(options)) {
-    const fs::path p = fs::path(dir) / options.uv_path;
-    if (is_executable_file(p)) return p.string();
-  }
-  return std::nullopt;
+  return sandbox::find_executable(options.uv_path, search_path(options));
 }
 
 // Absolute paths in `uv python list` / `uv python find` output ("key  /path/python -> target").

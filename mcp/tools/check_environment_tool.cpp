@@ -6,6 +6,7 @@
 #include "mcp/tools/arguments.h"
 #include "mcp/tools/host_facts.h"
 #include "mcp/tools/services.h"
+#include "sandbox/path_search.h"
 #include "sandbox/policy.h"
 
 namespace mcp::tools {
@@ -195,7 +196,7 @@ EnvironmentFacts gather_environment_facts(const engine::EngineConfig& config,
     facts.python_version = (config.python_version ? *config.python_version + " " : std::string()) +
                            "(not available: " + why + ")";
   }
-  const std::string uv = find_executable(config.uv_path);
+  const std::string uv = sandbox::find_executable(config.uv_path).value_or("");
   facts.uv = uv.empty() ? "not found" : uv;
   facts.platform = platform_system() + " " + platform_machine();
   facts.sandbox_backend = std::string(sandbox::to_string(config.policy.backend));

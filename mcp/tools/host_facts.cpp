@@ -1,10 +1,6 @@
 #include "mcp/tools/host_facts.h"
 
 #include <sys/utsname.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <string_view>
 
 namespace mcp::tools {
 
@@ -24,25 +20,6 @@ std::string platform_system() {
 std::string platform_machine() {
   const auto info = host_uname();
   return info.machine[0] != '\0' ? std::string(info.machine) : std::string("unknown");
-}
-
-std::string find_executable(const std::string& program) {
-  if (program.empty()) return "";
-  if (program.find('/') != std::string::npos) {
-    return ::access(program.c_str(), X_OK) == 0 ? program : "";
-  }
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    const auto colon = dirs.find(':');
-    std::string dir(dirs.substr(0, colon));
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + program;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) break;
-    dirs.remove_prefix(colon + 1);
-  }
-  return "";
 }
 
 engine::MarkerEnvironment marker_environment(const engine::Interpreter& interpreter) {

@@ -10,8 +10,6 @@ namespace mcp::tools {
 
 std::string platform_system();   // "Linux"
 std::string platform_machine();  // "x86_64"
-// Absolute path of `program` (searched on $PATH unless it contains '/'), or "" when absent.
-std::string find_executable(const std::string& program);
 // PEP 508 marker environment of an interpreter running on this host.
 engine::MarkerEnvironment marker_environment(const engine::Interpreter& interpreter);
 

@@ -20,6 +20,7 @@
 #include "engine/environments/installer.h"
 #include "engine/environments/requirement_check.h"
 #include "engine/packaging/script_metadata.h"
+#include "sandbox/path_search.h"
 #include "tests/support/wheel_fixtures.h"
 
 namespace fs = std::filesystem;
@@ -369,7 +370,7 @@ TEST_CASE("a package build runs sandboxed: it cannot write to the host", "[insta
 }
 
 TEST_CASE("uv installs offline when it exists", "[installer][uv]") {
-  auto uv = engine::deps::find_executable("uv");
+  auto uv = sandbox::find_executable("uv");
   if (!uv) {
     WARN("SKIPPED: uv is not installed on this machine; the uv installer tests did not run");
     return;
