@@ -221,12 +221,8 @@ Scheduler::Step Core::step(const std::shared_ptr<Job>& job) {
 // run it. An invalid block or an unsatisfied requires-python refuses the run (isError). False
 // when it cannot go on now (answered, or waiting for the discovery to list the versions).
 bool Core::validate(const std::shared_ptr<Job>& job) {
-  MarkerEnvironment markers = job->interpreter->markers;
-  if (markers.python_full_version.empty()) {
-    markers.python_version = job->interpreter->major_minor;
-    markers.python_full_version = job->interpreter->version;
-  }
-  const auto validation = validate_script(job->request.script, job->request.dependencies, markers);
+  const auto validation = validate_script(job->request.script, job->request.dependencies,
+                                          marker_environment(*job->interpreter));
   if (validation.valid) {
     job->requirements = validation.dependencies;
     return true;

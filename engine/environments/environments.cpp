@@ -294,7 +294,7 @@ void Environments::ensure(const Interpreter& interpreter, std::vector<Requiremen
   auto& impl = *impl_;
   // Markers are decided here, for this interpreter: a requirement that does not apply is
   // neither checked nor installed. Later duplicates (by name) win.
-  const MarkerEnvironment markers = marker_environment_for(interpreter);
+  const MarkerEnvironment markers = marker_environment(interpreter);
   std::vector<Requirement> applicable;
   for (auto& r : requirements) {
     if (!r.marker.empty() && !evaluate_marker(r.marker, markers)) continue;

@@ -117,13 +117,6 @@ print(json.dumps({"has_pip": has_pip, "exact": Spec is not None, "results": resu
 
 }  // namespace
 
-MarkerEnvironment marker_environment_for(const Interpreter& interpreter) {
-  MarkerEnvironment env;
-  env.python_version = interpreter.major_minor;
-  env.python_full_version = interpreter.version;
-  return env;
-}
-
 RequirementCheck check_requirements(const Interpreter& interpreter,
                                     const std::vector<Requirement>& requirements,
                                     const std::vector<std::string>& extra_paths) {

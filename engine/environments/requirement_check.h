@@ -11,9 +11,6 @@
 
 namespace engine {
 
-// The marker environment of an interpreter (python_version etc. from its probed version).
-MarkerEnvironment marker_environment_for(const Interpreter& interpreter);
-
 struct RequirementStatus {
   Requirement requirement;
   bool satisfied = false;

@@ -5,24 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/packaging/markers.h"
+#include "engine/interpreters/interpreter.h"
 
 namespace engine {
-
-struct Interpreter {
-  std::string version;         // "3.11.2"
-  std::string major_minor;     // "3.11"
-  std::string executable;      // resolved real path
-  std::string prefix;          // sys.prefix (what the sandbox mounts; PYTHONHOME)
-  std::string base_prefix;     // sys.base_prefix
-  std::string libpython;       // shared libpython path; "" = static build (spawn path)
-  std::vector<std::string> site_packages;  // site.getsitepackages() + purelib/platlib, existing
-  std::vector<std::string> sys_path;       // the interpreter's default sys.path (no cwd entry)
-  std::string source;          // "uv", "path", "pyenv", "/usr/bin", "/usr/local/bin"
-  std::string found_as;        // the path discovery ran (a symlink, a pyenv shim, ...)
-  MarkerEnvironment markers;   // PEP 508 marker values of this interpreter
-  bool shared() const { return !libpython.empty(); }
-};
 
 struct DiscoveryOptions {
   std::string uv_path = "uv";

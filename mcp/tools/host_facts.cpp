@@ -22,16 +22,4 @@ std::string platform_machine() {
   return info.machine[0] != '\0' ? std::string(info.machine) : std::string("unknown");
 }
 
-engine::MarkerEnvironment marker_environment(const engine::Interpreter& interpreter) {
-  // The probe records the interpreter's own marker values; fill in only what is missing.
-  engine::MarkerEnvironment env = interpreter.markers;
-  if (!env.python_version.empty()) return env;
-  env.python_version = interpreter.major_minor;
-  env.python_full_version = interpreter.version;
-  env.platform_machine = platform_machine();
-  env.platform_system = platform_system();
-  if (env.platform_system == "Linux") env.sys_platform = "linux";
-  return env;
-}
-
 }  // namespace mcp::tools

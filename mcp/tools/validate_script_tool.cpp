@@ -3,8 +3,9 @@
 #include <exception>
 #include <utility>
 
+#include "engine/interpreters/interpreter.h"
+#include "engine/packaging/script_metadata.h"
 #include "mcp/tools/arguments.h"
-#include "mcp/tools/host_facts.h"
 #include "mcp/tools/services.h"
 
 namespace mcp::tools {
@@ -152,7 +153,7 @@ ToolDefinition make_validate_script_tool(const Services& services) {
       }
       try {
         const auto validation =
-            engine::validate_script(script, dependencies, marker_environment(*interpreter));
+            engine::validate_script(script, dependencies, engine::marker_environment(*interpreter));
         call->finish({{"content", json::array({text_content(validation_text(validation, *interpreter))})},
                       {"structuredContent", validation_structured(validation, *interpreter)},
                       {"isError", false}});

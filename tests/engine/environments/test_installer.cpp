@@ -444,6 +444,21 @@ TEST_CASE("ensure: interpreter-provided requirements need no environment", "[env
   CHECK(envs.installer_runs() == 0);
 }
 
+TEST_CASE("ensure: markers are evaluated with the interpreter's probed values", "[environments]") {
+  fixtures::TempDir cache;
+  asio::io_context io;
+  Environments envs(io, offline_config(cache.path()));
+  engine::Interpreter interp = debian_python();
+  interp.markers = engine::marker_environment(interp);
+  interp.markers.platform_machine = "mpes-arch";  // as its probe would have said
+  // Applies only on another machine than the interpreter's: nothing to check or install.
+  auto r = ensure_sync(io, envs, interp, reqs({"mpes-nothing; platform_machine != 'mpes-arch'"}));
+  INFO(r.error);
+  CHECK(r.ok());
+  CHECK_FALSE(r.env_root.has_value());
+  CHECK(envs.installer_runs() == 0);
+}
+
 TEST_CASE("ensure: installs a chain once, then reuses it without running an installer", "[environments]") {
   fixtures::TempDir cache;
   asio::io_context io;
