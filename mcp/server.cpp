@@ -287,7 +287,7 @@ int serve_http(const CliOptions& options, ServerHooks hooks,
   return 0;
 }
 
-int run_once(const CliOptions& options, UniqueFd out, ServerHooks hooks) {
+int run_once(const CliOptions& options, sandbox::UniqueFd out, ServerHooks hooks) {
   fill_defaults(hooks);
   // Read with the same bound the command line checked (the file may have changed since).
   std::ifstream file(*options.run_file, std::ios::binary);

@@ -34,7 +34,7 @@ int serve_http(const CliOptions& options, ServerHooks hooks = {},
 
 // --run FILE: one run through the same engine; the result text goes to `out`. Returns the
 // script's exit code (128+N when killed by signal N), 125 when the service itself failed.
-int run_once(const CliOptions& options, UniqueFd out, ServerHooks hooks = {});
+int run_once(const CliOptions& options, sandbox::UniqueFd out, ServerHooks hooks = {});
 
 // Instructions sent in the initialize result.
 std::string server_instructions(const engine::EngineConfig& config);

@@ -6,13 +6,13 @@
 #include <optional>
 #include <string>
 
-#include "mcp/unique_fd.h"
+#include "sandbox/unique_fd.h"
 
 namespace mcp {
 
 struct ProtocolFds {
-  UniqueFd in;
-  UniqueFd out;
+  sandbox::UniqueFd in;
+  sandbox::UniqueFd out;
 };
 
 // nullopt + `error` when stdin or stdout is not open.

@@ -8,7 +8,7 @@
 
 namespace mcp {
 
-StdioTransport::StdioTransport(asio::io_context& io, UniqueFd in, UniqueFd out,
+StdioTransport::StdioTransport(asio::io_context& io, sandbox::UniqueFd in, sandbox::UniqueFd out,
                                std::size_t max_queued_output)
     : in_(io), out_(io), max_queued_(max_queued_output) {
   in_flags_ = ::fcntl(in.get(), F_GETFL);

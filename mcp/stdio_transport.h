@@ -11,7 +11,7 @@
 
 
 #include "engine/event_loop.h"
-#include "mcp/unique_fd.h"
+#include "sandbox/unique_fd.h"
 
 namespace mcp {
 
@@ -22,7 +22,7 @@ class StdioTransport {
  public:
   using BytesFn = std::function<void(std::string_view bytes)>;
 
-  StdioTransport(asio::io_context& io, UniqueFd in, UniqueFd out,
+  StdioTransport(asio::io_context& io, sandbox::UniqueFd in, sandbox::UniqueFd out,
                  std::size_t max_queued_output = kMaxQueuedOutputBytes);
   ~StdioTransport();
   StdioTransport(const StdioTransport&) = delete;

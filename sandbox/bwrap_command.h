@@ -4,7 +4,6 @@
 // Pure: builds argv from a description; the caller opens the fds and spawns.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,26 +43,6 @@ std::vector<std::string> default_etc_allowlist(const std::string& python_major_m
 // The minimal account files of the sandbox: the run's user (kRunUid) and nobody.
 std::string minimal_passwd();
 std::string minimal_group();
-
-// When the server runs as root, bubblewrap runs as an unprivileged uid, which cannot traverse
-// private directories such as /root (mode 0700) to reach e.g. a pyenv interpreter. bwrap binds
-// by path (even --ro-bind-fd resolves the fd back to a path), so the server stages such paths:
-// in a private mount namespace of the process that then becomes bwrap, a tmpfs (mode 0755)
-// covers each "hide point" (the topmost untraversable directory) and the needed paths are bound
-// back into it at their own place, from fds the server opened as root. Nothing else of the hide
-// point is visible, and the host's mount table is untouched.
-struct HostStaging {
-  std::vector<std::string> hide_points;  // tmpfs over each, in order
-  std::vector<std::string> dirs;         // then created, in order (parents first)
-  std::vector<std::string> files;        // then created empty, as mount points for files
-  std::vector<std::size_t> bound;        // indexes into the input paths that are bound back
-  bool empty() const { return hide_points.empty(); }
-};
-// `paths` are absolute and canonical; `is_dir(i)` says whether paths[i] is a directory;
-// `traversable(dir)` whether the unprivileged uid may search `dir`.
-HostStaging plan_host_staging(const std::vector<std::string>& paths,
-                              const std::function<bool(std::size_t)>& is_dir,
-                              const std::function<bool(const std::string&)>& traversable);
 
 // argv for execve: bwrap, its options, "--", then `command`. The top-level /lib*, /bin and /sbin
 // entries are mirrored as symlinks or read-only binds, as they are on this host.

@@ -1,11 +1,8 @@
 #include "sandbox/probe.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -20,6 +17,7 @@
 #include <optional>
 
 #include "sandbox/path_search.h"
+#include "sandbox/process.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/unique_fd.h"
@@ -30,88 +28,26 @@ namespace {
 constexpr unsigned kNobody = 65534;
 constexpr const char* kUnshare = "/usr/bin/unshare";
 
-struct CommandResult {
-  bool started = false;
-  int status = 0;       // waitpid status
-  bool timed_out = false;
-  std::string output;   // stdout + stderr, bounded
-  bool ok() const { return started && !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-};
-
-
-// Runs argv (absolute path first) with stdin from /dev/null and stdout+stderr captured, as
-// uid/gid 65534 when `as_nobody`; kills it after `timeout`. Everything the child does between
-// fork and exec is async-signal-safe (the server may have other threads).
-CommandResult run_command(const std::vector<std::string>& argv, bool as_nobody,
+// Runs argv (absolute path first) with stdin from /dev/null and stdout+stderr together, as
+// uid/gid 65534 when `as_nobody`; killed (its group) after `timeout`.
+ProcessResult run_command(const std::vector<std::string>& argv, bool as_nobody,
                           std::chrono::milliseconds timeout) {
-  CommandResult result;
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  char empty_env_entry[] = "PATH=/usr/bin:/bin";
-  char* env[] = {empty_env_entry, nullptr};
-
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    result.output = std::string("pipe2: ") + std::strerror(errno);
-    return result;
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.output = Output::merged;
+  if (as_nobody) spec.run_as = Identity{kNobody, kNobody};
+  spec.die_with_parent = true;
+  spec.timeout_ms = static_cast<int>(timeout.count());
+  spec.max_capture = 65536;
+  try {
+    return run_process(spec);
+  } catch (const SpawnError& e) {
+    ProcessResult failed;
+    failed.error = e.what();
+    failed.out = failed.error;  // what the diagnosis quotes
+    return failed;
   }
-  UniqueFd read_end(pipe_fds[0]);
-  UniqueFd write_end(pipe_fds[1]);
-  UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  const int devnull = null_fd.get();
-
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    result.output = std::string("fork: ") + std::strerror(errno);
-    return result;
-  }
-  if (pid == 0) {
-    if (devnull >= 0) ::dup2(devnull, 0);
-    ::dup2(pipe_fds[1], 1);
-    ::dup2(pipe_fds[1], 2);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0UL, 0UL, 0UL);
-    if (as_nobody) {
-      // Raw syscalls: affect only this (the only) thread, no glibc setxid broadcast.
-      if (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
-          ::syscall(SYS_setresgid, kNobody, kNobody, kNobody) != 0 ||
-          ::syscall(SYS_setresuid, kNobody, kNobody, kNobody) != 0) {
-        static const char msg[] = "probe: cannot switch to uid 65534\n";
-        [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
-        ::_exit(126);
-      }
-    }
-    ::execve(args[0], args.data(), env);
-    static const char msg[] = "probe: exec failed\n";
-    [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
-  }
-  result.started = true;
-  write_end.reset();
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buf[4096];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      result.timed_out = true;
-      break;
-    }
-    pollfd p{read_end.get(), POLLIN, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      result.timed_out = r == 0;
-      break;
-    }
-    const ssize_t n = ::read(read_end.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (result.output.size() < 16384) result.output.append(buf, static_cast<std::size_t>(n));
-  }
-  if (result.timed_out) ::kill(pid, SIGKILL);
-  while (::waitpid(pid, &result.status, 0) < 0 && errno == EINTR) {}
-  return result;
 }
 
 std::optional<std::string> read_small(const std::string& path) {
@@ -243,12 +179,12 @@ ProbeResult probe_host(const Policy& policy, const CgroupSetup& cgroups,
   } else {
     auto version = run_command({r.bwrap_path, "--version"}, false, 5s);
     if (version.ok()) {
-      std::string v = first_line(version.output);
+      std::string v = first_line(version.out);
       if (auto sp = v.rfind(' '); sp != std::string::npos) v = v.substr(sp + 1);
       r.bwrap_version = v;
     }
     auto help = run_command({r.bwrap_path, "--help"}, false, 5s);
-    r.bwrap_disable_userns = help.output.find("--disable-userns") != std::string::npos;
+    r.bwrap_disable_userns = help.out.find("--disable-userns") != std::string::npos;
 
     // The sandbox as the zygote gets it: every namespace, fresh /proc; as uid 65534 when root
     // (the zygote never holds host root).
@@ -260,7 +196,7 @@ ProbeResult probe_host(const Policy& policy, const CgroupSetup& cgroups,
     r.details.emplace_back("bwrap test", std::string(r.userns_works ? "ok" : "failed") +
                                              (root ? " (as uid 65534)" : ""));
     if (!r.userns_works) {
-      diagnose_userns(r, sandboxed.timed_out ? "timed out" : sandboxed.output);
+      diagnose_userns(r, sandboxed.timed_out ? "timed out" : sandboxed.out);
     } else if (::access(kUnshare, X_OK) == 0) {
       // Each run's child clones new user+pid+mount namespaces inside the zygote's sandbox.
       argv.insert(argv.end() - 1, {kUnshare, "--user", "--pid", "--mount", "--fork"});
@@ -271,7 +207,7 @@ ProbeResult probe_host(const Policy& policy, const CgroupSetup& cgroups,
       if (!r.nested_userns_works) {
         r.problem = "bubblewrap works, but a user namespace cannot be created inside it, as each "
                     "run needs (unshare: " +
-                    first_line(nested.timed_out ? "timed out" : nested.output) + ")";
+                    first_line(nested.timed_out ? "timed out" : nested.out) + ")";
         r.fix = "allow nested user namespaces: `sudo sysctl -w user.max_user_namespaces=15000`; "
                 "under an AppArmor or SELinux policy for bwrap, allow `userns` for its children";
       }

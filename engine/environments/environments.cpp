@@ -18,6 +18,7 @@
 
 #include "engine/environments/requirement_check.h"
 #include "sandbox/path_search.h"
+#include "sandbox/process.h"
 
 namespace engine {
 
@@ -100,7 +101,7 @@ struct Environments::Impl : std::enable_shared_from_this<Environments::Impl> {
   bool store_open = false;
   std::string store_error;
   std::map<std::string, CachedCheck> checks;
-  std::set<std::shared_ptr<deps::KillSwitch>> running;
+  std::set<std::shared_ptr<sandbox::KillSwitch>> running;
 
   Impl(asio::io_context& io_context, EnvironmentsConfig c)
       : io(io_context),
@@ -157,7 +158,7 @@ struct Environments::Impl : std::enable_shared_from_this<Environments::Impl> {
     if (who.dropped && ::chown(target.c_str(), who.uid, who.gid) != 0) {
       throw StoreError("cannot hand " + target + " to the installer's uid " + std::to_string(who.uid));
     }
-    auto ks = std::make_shared<deps::KillSwitch>();
+    auto ks = std::make_shared<sandbox::KillSwitch>();
     {
       std::lock_guard lock(mutex);
       if (stopped) throw std::runtime_error("the server is shutting down");
@@ -165,7 +166,7 @@ struct Environments::Impl : std::enable_shared_from_this<Environments::Impl> {
     }
     struct Unregister {
       Impl* impl;
-      std::shared_ptr<deps::KillSwitch> ks;
+      std::shared_ptr<sandbox::KillSwitch> ks;
       ~Unregister() {
         std::lock_guard lock(impl->mutex);
         impl->running.erase(ks);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/environments/installer.h"
+#include "sandbox/process.h"
 
 namespace engine {
 
@@ -127,11 +128,11 @@ RequirementCheck check_requirements(const Interpreter& interpreter,
     request["requirements"].push_back(
         {{"name", r.name}, {"extras", r.extras}, {"specifier", r.specifier}, {"url", r.url}});
   }
-  deps::ProcessSpec spec;
+  sandbox::ProcessSpec spec;
   spec.argv = {interpreter.executable, "-I", "-c", std::string(kProbe), request.dump()};
   spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
   spec.timeout_ms = 60000;
-  deps::ProcessResult p = deps::run_process(spec);
+  sandbox::ProcessResult p = sandbox::run_process(spec);
   if (!p.ok()) {
     throw std::runtime_error("could not check which requirements " + interpreter.executable +
                              " already has (exit " + std::to_string(p.exit_code) + "): " +

@@ -148,7 +148,7 @@ void seal_tree(const std::string& root) {
 
 // Small whole-file reads and writes with close-on-exec fds (iostreams cannot promise that).
 std::optional<std::string> read_small_file(const std::string& path) {
-  deps::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  sandbox::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return std::nullopt;
   std::string text;
   char buf[8192];
@@ -163,7 +163,7 @@ std::optional<std::string> read_small_file(const std::string& path) {
 }
 
 void write_small_file(const std::string& path, const std::string& text) {
-  deps::Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  sandbox::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd) throw StoreError("cannot write " + path + ": " + errno_text(errno));
   std::size_t done = 0;
   while (done < text.size()) {
@@ -215,7 +215,7 @@ void EnvironmentStore::open() {
       const std::string key = name.substr(5, 64);
       // Abandoned when no one holds the key's lock; a build in progress holds it.
       if (is_key(key)) {
-        deps::Fd held = lock_key(key, LockKind::build, LOCK_EX | LOCK_NB);
+        sandbox::UniqueFd held = lock_key(key, LockKind::build, LOCK_EX | LOCK_NB);
         if (held) {
           spdlog::info("removing an abandoned environment build {}", entry.path().string());
           fs::remove_all(entry.path(), ec);
@@ -229,26 +229,26 @@ void EnvironmentStore::open() {
     if (name.size() != 64 + 6 || name.substr(64) != ".build") continue;
     const std::string key = name.substr(0, 64);
     if (!is_key(key) || ::access(root_of(key).c_str(), F_OK) == 0) continue;
-    deps::Fd build = lock_key(key, LockKind::build, LOCK_EX | LOCK_NB);
+    sandbox::UniqueFd build = lock_key(key, LockKind::build, LOCK_EX | LOCK_NB);
     if (!build) continue;
-    deps::Fd lease = lock_key(key, LockKind::lease, LOCK_EX | LOCK_NB);
+    sandbox::UniqueFd lease = lock_key(key, LockKind::lease, LOCK_EX | LOCK_NB);
     if (!lease || ::access(root_of(key).c_str(), F_OK) == 0) continue;
     ::unlink(lock_path(key, LockKind::lease).c_str());
     ::unlink(lock_path(key, LockKind::build).c_str());
   }
 }
 
-deps::Fd EnvironmentStore::lock_key(const std::string& key, LockKind kind, int operation) const {
+sandbox::UniqueFd EnvironmentStore::lock_key(const std::string& key, LockKind kind, int operation) const {
   const std::string path = lock_path(key, kind);
   for (;;) {
-    deps::Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    sandbox::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     if (!fd) throw StoreError("cannot open the lock " + path + ": " + errno_text(errno));
     int rc;
     do {
       rc = ::flock(fd.get(), operation);
     } while (rc != 0 && errno == EINTR);
     if (rc != 0) {
-      if (errno == EWOULDBLOCK) return deps::Fd();
+      if (errno == EWOULDBLOCK) return sandbox::UniqueFd();
       throw StoreError("cannot lock " + path + ": " + errno_text(errno));
     }
     // The evictor unlinks lock files while holding them: a lock on an unlinked file is stale.
@@ -278,7 +278,7 @@ std::optional<StoredEnv> EnvironmentStore::load(const std::string& key) const {
 std::optional<StoredEnv> EnvironmentStore::find(const std::string& key) {
   const std::string root = root_of(key);
   if (::access(root.c_str(), F_OK) != 0) return std::nullopt;
-  deps::Fd lock = lock_key(key, LockKind::lease, LOCK_SH);
+  sandbox::UniqueFd lock = lock_key(key, LockKind::lease, LOCK_SH);
   auto env = load(key);  // re-checked under the lock: an evictor may have been first
   if (!env) return std::nullopt;
   ::utimensat(AT_FDCWD, (root + "/mpes-env.json").c_str(), nullptr, 0);  // LRU clock
@@ -292,10 +292,10 @@ StoredEnv EnvironmentStore::get_or_build(const std::string& key, const nlohmann:
   if (!is_key(key)) throw StoreError("invalid environment key '" + key + "'");
   if (auto env = find(key)) return std::move(*env);
   // One builder per key, across threads and processes; the others wait here, then find it.
-  deps::Fd build_lock = lock_key(key, LockKind::build, LOCK_EX);
+  sandbox::UniqueFd build_lock = lock_key(key, LockKind::build, LOCK_EX);
   if (auto env = find(key)) return std::move(*env);
   // Leased before it exists, so no evictor can take it between the rename and the caller.
-  deps::Fd lease = lock_key(key, LockKind::lease, LOCK_SH);
+  sandbox::UniqueFd lease = lock_key(key, LockKind::lease, LOCK_SH);
   const std::string root = root_of(key);
   std::string tmpl = envs_dir() + "/.tmp-" + key + "-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr) {
@@ -369,7 +369,7 @@ std::vector<std::string> EnvironmentStore::evict() {
   });
   for (const auto& c : all) {
     if (total <= max_bytes_) break;
-    deps::Fd lock = lock_key(c.key, LockKind::lease, LOCK_EX | LOCK_NB);
+    sandbox::UniqueFd lock = lock_key(c.key, LockKind::lease, LOCK_EX | LOCK_NB);
     if (!lock) continue;  // leased: in use here or by another server
     const std::string root = root_of(c.key);
     const std::string trash = envs_dir() + "/.trash-" + c.key + "-" + random_suffix();

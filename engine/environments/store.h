@@ -25,6 +25,7 @@
 #include "engine/environments/installer.h"
 #include "engine/interpreters/discovery.h"
 #include "engine/packaging/script_metadata.h"
+#include "sandbox/unique_fd.h"
 
 namespace engine {
 
@@ -44,11 +45,11 @@ std::string environment_key(const Interpreter& interpreter, const std::vector<Re
 // while alive: a shared flock on its lock file.
 class EnvLease {
  public:
-  EnvLease(deps::Fd lock, std::string root) : lock_(std::move(lock)), root_(std::move(root)) {}
+  EnvLease(sandbox::UniqueFd lock, std::string root) : lock_(std::move(lock)), root_(std::move(root)) {}
   const std::string& root() const { return root_; }
 
  private:
-  deps::Fd lock_;
+  sandbox::UniqueFd lock_;
   std::string root_;
 };
 
@@ -114,7 +115,7 @@ class EnvironmentStore {
     return cache_dir_ + "/locks/" + key + (kind == LockKind::build ? ".build" : ".lease");
   }
   // flock(operation) on the key's lock file; an invalid Fd when LOCK_NB would block.
-  deps::Fd lock_key(const std::string& key, LockKind kind, int operation) const;
+  sandbox::UniqueFd lock_key(const std::string& key, LockKind kind, int operation) const;
   std::string root_of(const std::string& key) const { return envs_dir() + "/" + key; }
   std::optional<StoredEnv> load(const std::string& key) const;
 

@@ -2,12 +2,7 @@
 // once by running it with a small script (no shell) and cached for the life of the process.
 #include "engine/interpreters/discovery.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,8 +22,7 @@
 
 #include "engine/packaging/pep440.h"
 #include "sandbox/path_search.h"
-
-extern char** environ;
+#include "sandbox/process.h"
 
 namespace engine {
 namespace {
@@ -114,237 +108,39 @@ print("MPES-PROBE " + json.dumps({
 )PY";
 
 // ---------------------------------------------------------------------------------------------
-// Processes: posix_spawn (no shell), output through an O_CLOEXEC pipe, a deadline, always reaped.
+// Running candidates: through the one process runner (sandbox/process.h), several at a time,
+// each with its own deadline, stdout and stderr together.
 
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) reset(std::exchange(other.fd_, -1));
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
+using sandbox::ProcessResult;
 
- private:
-  int fd_ = -1;
-};
-
-struct CommandResult {
-  std::string output;      // stdout and stderr interleaved, at most kMaxOutputBytes
-  std::string error;       // set when the command could not be started
-  int exit_status = -1;    // exit code, or -signal
-  bool timed_out = false;
-};
-
-// SIGKILL to a probe's process group (a shim's bash and what it started) and to its leader.
-void kill_group(pid_t pid) {
-  ::kill(-pid, SIGKILL);
-  ::kill(pid, SIGKILL);
+// Every probe runs under this switch, pulled when the server exits without waiting for its
+// discovery (kill_running_probes). Never destroyed: a worker may still use it while the process
+// ends.
+sandbox::KillSwitch& probe_switch() {
+  static auto* kill_switch = new sandbox::KillSwitch;
+  return *kill_switch;
 }
 
-// The process groups of the probes alive right now, so that a server exiting in the middle of a
-// discovery (which it does not wait for) kills them instead of leaving them running. A group is
-// removed before its leader is reaped, under the same lock as the kill: its id cannot have been
-// reused when it is killed. Once the process is exiting, a probe that starts is killed at once.
-class LiveProbes {
- public:
-  static LiveProbes& instance() {
-    static LiveProbes live;
-    return live;
-  }
-  void add(pid_t pid) {
-    std::lock_guard lock(mutex_);
-    pids_.insert(pid);
-    if (exiting_) kill_group(pid);  // started by a worker after the kill, as the process ends
-  }
-  void remove(pid_t pid) {
-    std::lock_guard lock(mutex_);
-    pids_.erase(pid);
-  }
-  void kill_all() {
-    std::lock_guard lock(mutex_);
-    exiting_ = true;
-    for (pid_t pid : pids_) kill_group(pid);
-  }
-
- private:
-  std::mutex mutex_;
-  std::set<pid_t> pids_;
-  bool exiting_ = false;
-};
-
-// A spawned command in its own process group. The destructor kills the group and reaps it, so
-// no path out of a function leaves a zombie or a stray process.
-class Child {
- public:
-  Child(const std::vector<std::string>& argv, Clock::time_point deadline) : deadline_(deadline) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) {
-      result_.error = std::string("pipe2: ") + std::strerror(errno);
-      return;
-    }
-    UniqueFd read_end(fds[0]);
-    UniqueFd write_end(fds[1]);
-    ::fcntl(read_end.get(), F_SETFL, O_NONBLOCK);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, write_end.get(), 1);
-    posix_spawn_file_actions_adddup2(&actions, write_end.get(), 2);
-    sigset_t empty;
-    sigemptyset(&empty);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    posix_spawnattr_setsigmask(&attr, &empty);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, static_cast<short>(POSIX_SPAWN_SETPGROUP |
-                                                       POSIX_SPAWN_SETSIGMASK |
-                                                       POSIX_SPAWN_SETSIGDEF));
-    std::vector<char*> args;
-    args.reserve(argv.size() + 1);
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid_, argv[0].c_str(), &actions, &attr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
-      pid_ = -1;
-      result_.error = "cannot run " + argv[0] + ": " + std::strerror(rc);
-      return;
-    }
-    LiveProbes::instance().add(pid_);
-    out_ = std::move(read_end);
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  ~Child() { kill_and_reap(); }
-
-  bool done() const { return done_; }
-  int fd() const { return eof_ ? -1 : out_.get(); }
-  bool waiting_for_exit() const { return !done_ && eof_; }
-  Clock::time_point deadline() const { return deadline_; }
-  CommandResult take_result() { return std::move(result_); }
-
-  // Reads what is there, reaps when exited, kills at the deadline. Never blocks for long.
-  void step() {
-    if (done_) return;
-    if (pid_ < 0) {
-      done_ = true;
-      return;
-    }
-    drain();
-    // Look without reaping, so the group id cannot be reused before the group is killed.
-    siginfo_t info{};
-    const int r = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
-    if (r == 0 && info.si_pid == pid_) {
-      ::kill(-pid_, SIGKILL);  // descendants left holding the pipe are not waited for
-      LiveProbes::instance().remove(pid_);
-      int status = 0;
-      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-      }
-      pid_ = -1;
-      record_status(status);
-      drain();  // what the child wrote just before exiting
-      done_ = true;
-      return;
-    }
-    if (r < 0 && errno == ECHILD) {  // reaped elsewhere (SIGCHLD ignored): nothing to wait for
-      LiveProbes::instance().remove(pid_);
-      pid_ = -1;
-      drain();
-      done_ = true;
-      return;
-    }
-    if (Clock::now() >= deadline_) {
-      result_.timed_out = true;
-      kill_and_reap();
-      done_ = true;
-    }
-  }
-
- private:
-  void record_status(int status) {
-    if (WIFEXITED(status)) result_.exit_status = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) result_.exit_status = -WTERMSIG(status);
-  }
-
-  void drain() {
-    if (eof_ || out_.get() < 0) return;
-    char buffer[16384];
-    while (true) {
-      const ssize_t n = ::read(out_.get(), buffer, sizeof buffer);
-      if (n > 0) {
-        const std::size_t room = kMaxOutputBytes - std::min(kMaxOutputBytes, result_.output.size());
-        result_.output.append(buffer, std::min(room, static_cast<std::size_t>(n)));
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n == 0 || errno != EAGAIN) eof_ = true;
-      return;
-    }
-  }
-
-  void kill_and_reap() {
-    if (pid_ <= 0) return;
-    kill_group(pid_);
-    LiveProbes::instance().remove(pid_);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
-
-  pid_t pid_ = -1;
-  UniqueFd out_;
-  bool eof_ = false;
-  bool done_ = false;
-  Clock::time_point deadline_;
-  CommandResult result_;
-};
-
 // Runs the commands, at most kMaxParallelProbes at a time; results in the same order.
-std::vector<CommandResult> run_commands(const std::vector<std::vector<std::string>>& commands,
+std::vector<ProcessResult> run_commands(const std::vector<std::vector<std::string>>& commands,
                                         std::chrono::milliseconds timeout) {
-  std::vector<CommandResult> results(commands.size());
-  std::vector<std::pair<std::size_t, std::unique_ptr<Child>>> running;
-  std::size_t next = 0;
-  while (next < commands.size() || !running.empty()) {
-    while (running.size() < kMaxParallelProbes && next < commands.size()) {
-      running.emplace_back(next, std::make_unique<Child>(commands[next], Clock::now() + timeout));
-      ++next;
-    }
-    std::vector<pollfd> fds;
-    auto wait = std::chrono::milliseconds(100);
-    const auto now = Clock::now();
-    for (const auto& [index, child] : running) {
-      if (child->fd() >= 0) fds.push_back(pollfd{child->fd(), POLLIN, 0});
-      // Output closed but not exited yet: look again soon.
-      if (child->waiting_for_exit()) wait = std::min(wait, std::chrono::milliseconds(2));
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(child->deadline() - now);
-      wait = std::max(std::chrono::milliseconds(0), std::min(wait, left));
-    }
-    ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
-    for (auto& [index, child] : running) {
-      child->step();
-      if (child->done()) results[index] = child->take_result();
-    }
-    std::erase_if(running, [](const auto& entry) { return entry.second->done(); });
+  const std::vector<std::string> env = sandbox::inherited_environment();
+  std::vector<sandbox::ProcessSpec> specs;
+  for (const auto& argv : commands) {
+    sandbox::ProcessSpec spec;
+    spec.argv = argv;
+    spec.env = env;
+    spec.output = sandbox::Output::merged;
+    spec.timeout_ms = static_cast<int>(timeout.count());
+    spec.max_capture = kMaxOutputBytes;
+    specs.push_back(std::move(spec));
   }
-  return results;
+  return sandbox::run_processes(specs, kMaxParallelProbes, &probe_switch());
+}
+
+// The exit code, or minus the signal that ended it.
+int exit_status(const ProcessResult& run) {
+  return run.term_signal != 0 ? -run.term_signal : run.exit_code;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -374,7 +170,7 @@ std::vector<std::string> string_list(const nlohmann::json& j, const char* key) {
   return out;
 }
 
-ProbeOutcome interpret_probe(const std::string& path, const CommandResult& run,
+ProbeOutcome interpret_probe(const std::string& path, const ProcessResult& run,
                              std::chrono::milliseconds timeout) {
   ProbeOutcome outcome;
   if (!run.error.empty()) {
@@ -385,14 +181,14 @@ ProbeOutcome interpret_probe(const std::string& path, const CommandResult& run,
     outcome.error = "did not answer the probe within " + std::to_string(timeout.count()) + " ms";
     return outcome;
   }
-  const std::size_t tag = run.output.rfind(kProbeTag);
-  if (run.exit_status != 0 || tag == std::string::npos) {
-    outcome.error = "exited with status " + std::to_string(run.exit_status);
-    const std::string said = first_line(run.output);
+  const std::size_t tag = run.out.rfind(kProbeTag);
+  if (exit_status(run) != 0 || tag == std::string::npos) {
+    outcome.error = "exited with status " + std::to_string(exit_status(run));
+    const std::string said = first_line(run.out);
     if (!said.empty()) outcome.error += ": " + said;
     return outcome;
   }
-  const std::string_view line = std::string_view(run.output).substr(tag + kProbeTag.size());
+  const std::string_view line = std::string_view(run.out).substr(tag + kProbeTag.size());
   const nlohmann::json j = nlohmann::json::parse(line.substr(0, line.find('\n')), nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     outcome.error = "printed an unreadable probe answer";
@@ -468,7 +264,7 @@ std::vector<ProbeOutcome> probe_all(const std::vector<std::string>& paths,
   }
   std::vector<std::vector<std::string>> commands;
   for (const std::string& p : missing) commands.push_back(probe_command(p));
-  const std::vector<CommandResult> runs = run_commands(commands, timeout);
+  const std::vector<ProcessResult> runs = run_commands(commands, timeout);
   std::lock_guard lock(cache_mutex);
   for (std::size_t i = 0; i < missing.size(); ++i) {
     probe_cache.emplace(missing[i], interpret_probe(missing[i], runs[i], timeout));
@@ -709,12 +505,12 @@ void add_uv_candidates(const DiscoveryOptions& options, std::vector<Candidate>& 
   const std::optional<std::string> uv = find_uv(options);
   if (!uv) return;  // no uv: skip silently
   const auto timeout = std::chrono::milliseconds(options.probe_timeout_ms);
-  std::vector<CommandResult> runs = run_commands(
+  std::vector<ProcessResult> runs = run_commands(
       {{*uv, "python", "list", "--only-installed", "--python-preference", "only-managed"}},
       timeout);
   std::vector<std::string> found;
-  if (runs[0].error.empty() && !runs[0].timed_out && runs[0].exit_status == 0) {
-    found = paths_in(runs[0].output);
+  if (runs[0].ok()) {
+    found = paths_in(runs[0].out);
   } else {
     // Older or unusual uv: ask version by version.
     std::vector<std::vector<std::string>> finds;
@@ -722,9 +518,9 @@ void add_uv_candidates(const DiscoveryOptions& options, std::vector<Candidate>& 
       finds.push_back({*uv, "python", "find", "--python-preference", "only-managed",
                        "3." + std::to_string(minor)});
     }
-    for (const CommandResult& r : run_commands(finds, timeout)) {
-      if (r.error.empty() && !r.timed_out && r.exit_status == 0) {
-        for (std::string& p : paths_in(r.output)) found.push_back(std::move(p));
+    for (const ProcessResult& r : run_commands(finds, timeout)) {
+      if (r.ok()) {
+        for (std::string& p : paths_in(r.out)) found.push_back(std::move(p));
       }
     }
   }
@@ -816,6 +612,6 @@ std::optional<Interpreter> select_interpreter(const std::vector<Interpreter>& fo
   return std::nullopt;
 }
 
-void kill_running_probes() { LiveProbes::instance().kill_all(); }
+void kill_running_probes() { probe_switch().kill(); }
 
 }  // namespace engine

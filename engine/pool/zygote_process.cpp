@@ -2,12 +2,8 @@
 #include "engine/pool/zygote_process.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <signal.h>
-#include <sched.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -147,92 +143,6 @@ UniqueFd data_memfd(const std::string& name, const std::string& data) {
   return fd;
 }
 
-// Everything the forked child needs, prepared before fork: after fork in a threaded server only
-// async-signal-safe calls are allowed, so no allocation happens there.
-struct ExecPlan {
-  std::vector<std::string> argv_storage, env_storage;
-  sandbox::HostStaging staging;
-  std::vector<std::string> staged_paths;  // bound back under the hide points
-  std::vector<char*> argv, env;
-  std::vector<int> fds;  // fds[i] becomes fd 3 + i
-  int stdin_fd = -1, stderr_fd = -1;
-  bool drop = false;
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
-
-[[noreturn]] void exec_child(const ExecPlan& plan) {
-  auto die = [&plan](const char* what) {
-    const int err = errno;
-    const char* text = std::strerror(err);  // glibc: a static table, no allocation
-    [[maybe_unused]] ssize_t n = ::write(plan.stderr_fd, what, std::strlen(what));
-    n = ::write(plan.stderr_fd, ": ", 2);
-    n = ::write(plan.stderr_fd, text, std::strlen(text));
-    n = ::write(plan.stderr_fd, "\n", 1);
-    ::_exit(127);
-  };
-  if (!plan.staging.empty()) {
-    // See sandbox::HostStaging: a private mount namespace where private directories hold only
-    // what the sandbox needs, reachable by the unprivileged uid.
-    if (::unshare(CLONE_NEWNS) != 0) die("unshare(CLONE_NEWNS) for staging");
-    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) die("mount --make-rprivate /");
-    // Held by fd before the tmpfs hides them (a bind source must be in this mount namespace,
-    // so these are opened here, not in the server).
-    int held[64];
-    const std::size_t n_held = std::min<std::size_t>(plan.staged_paths.size(), 64);
-    for (std::size_t i = 0; i < n_held; ++i) {
-      held[i] = ::open(plan.staged_paths[i].c_str(), O_PATH | O_CLOEXEC);
-      if (held[i] < 0) die("open a staged path");
-    }
-    for (const auto& point : plan.staging.hide_points) {
-      if (::mount("tmpfs", point.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) die("mount tmpfs");
-    }
-    for (const auto& dir : plan.staging.dirs) {
-      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) die("mkdir");
-    }
-    for (const auto& file : plan.staging.files) {
-      const int fd = ::open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-      if (fd < 0) die("create mount point");
-      ::close(fd);
-    }
-    for (std::size_t i = 0; i < n_held; ++i) {
-      char source[32] = "/proc/self/fd/";
-      char digits[12];
-      int len = 0;
-      for (int v = held[i]; len == 0 || v > 0; v /= 10) digits[len++] = static_cast<char>('0' + v % 10);
-      std::size_t at = std::strlen(source);
-      while (len > 0) source[at++] = digits[--len];
-      source[at] = '\0';
-      if (::mount(source, plan.staged_paths[i].c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-        die("bind a staged path");
-      }
-      ::close(held[i]);
-    }
-  }
-  if (plan.drop) {
-    if (::setgroups(0, nullptr) != 0) die("setgroups");
-    if (::setresgid(plan.gid, plan.gid, plan.gid) != 0) die("setresgid");
-    if (::setresuid(plan.uid, plan.uid, plan.uid) != 0) die("setresuid");
-  }
-  // Lift every fd above the target range, then put each in place (dup2 clears close-on-exec).
-  const int base = 3 + static_cast<int>(plan.fds.size()) + 8;
-  int moved[64];
-  const std::size_t count = std::min<std::size_t>(plan.fds.size(), 64);
-  for (std::size_t i = 0; i < count; ++i) {
-    moved[i] = ::fcntl(plan.fds[i], F_DUPFD_CLOEXEC, base);
-    if (moved[i] < 0) die("fcntl");
-  }
-  const int err_moved = ::fcntl(plan.stderr_fd, F_DUPFD_CLOEXEC, base);
-  if (::dup2(plan.stdin_fd, 0) < 0 || ::dup2(err_moved, 1) < 0 || ::dup2(err_moved, 2) < 0) die("dup2");
-  for (std::size_t i = 0; i < count; ++i) {
-    if (::dup2(moved[i], 3 + static_cast<int>(i)) < 0) die("dup2");
-  }
-  ::syscall(SYS_close_range, static_cast<unsigned>(3 + count), ~0U, 0U);
-  ::execve(plan.argv[0], plan.argv.data(), plan.env.data());
-  die(plan.argv[0]);
-  ::_exit(127);
-}
-
 }  // namespace
 
 const char* to_string(ZygoteProcess::State state) {
@@ -265,13 +175,7 @@ ZygoteProcess::~ZygoteProcess() {
   for (auto& out : outbox_) {
     for (int fd : out.fds) ::close(fd);
   }
-  if (pid_ > 0 && !reaped_) {
-    // Last resort (normally stop() and the exit watch reap it): never leave a zombie.
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  // child_ (last resort: normally stop() and the exit watch reap it) kills and reaps its group.
 }
 
 void ZygoteProcess::start(std::function<void(State, const std::string&)> on_state) {
@@ -310,82 +214,43 @@ void ZygoteProcess::spawn() {
     throw std::runtime_error(errno_text("socketpair", errno));
   }
   UniqueFd server_end(sv[0]), zygote_end(sv[1]);
-  int ep[2];
-  if (::pipe2(ep, O_CLOEXEC) != 0) throw std::runtime_error(errno_text("pipe", errno));
-  UniqueFd err_rd(ep[0]), err_wr(ep[1]);
-  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!dev_null) throw std::runtime_error(errno_text("open /dev/null", errno));
 
-  ExecPlan plan;
-  std::vector<UniqueFd> keep;  // fds to pass, closed in the parent after fork
-  plan.fds.push_back(zygote_end.get());
+  // The control socket on fd 3 and, under bubblewrap, the generated passwd and group on 4 and 5;
+  // stdout and stderr into one pipe, read below on the event loop.
+  sandbox::ProcessSpec spec;
+  spec.output = sandbox::Output::merged;
+  spec.env = zygote_environment();
+  spec.fds.push_back(zygote_end.get());
+  std::vector<UniqueFd> data_files;
   if (native) {
     const auto binds = host_paths_to_bind(launch_);
     for (const auto& [name, data] : {std::pair<std::string, std::string>{"passwd", sandbox::minimal_passwd()},
                                      {"group", sandbox::minimal_group()}}) {
-      UniqueFd fd = data_memfd(name, data);
-      plan.fds.push_back(fd.get());
-      keep.push_back(std::move(fd));
+      data_files.push_back(data_memfd(name, data));
+      spec.fds.push_back(data_files.back().get());
     }
-    plan.argv_storage = bwrap_argv(launch_, binds, 4);
-    plan.drop = ::geteuid() == 0;
-    plan.uid = launch_.unprivileged_uid;
-    plan.gid = launch_.unprivileged_gid;
-    if (plan.drop) {
-      // Paths the unprivileged uid cannot reach are staged (see sandbox::HostStaging), from fds
-      // opened here as root.
-      std::vector<std::string> paths = {launch_.zygote_path};
-      paths.insert(paths.end(), binds.begin(), binds.end());
-      if (!launch_.env_root.empty()) paths.push_back(launch_.env_root);
-      std::vector<bool> dirs;
-      for (const auto& path : paths) {
-        struct stat st {};
-        if (::stat(path.c_str(), &st) != 0) {
-          throw std::runtime_error(errno_text("cannot use " + path + " in the sandbox", errno));
-        }
-        dirs.push_back(S_ISDIR(st.st_mode));
-      }
-      plan.staging = sandbox::plan_host_staging(
-          paths, [&dirs](std::size_t i) { return dirs[i]; },
-          [](const std::string& dir) {
-            struct stat st {};
-            return ::stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) != 0;
-          });
-      for (std::size_t i : plan.staging.bound) plan.staged_paths.push_back(paths[i]);
+    spec.argv = bwrap_argv(launch_, binds, 4);
+    if (::geteuid() == 0) {
+      // The zygote never holds host root; paths the unprivileged uid cannot reach are staged.
+      spec.run_as = sandbox::Identity{launch_.unprivileged_uid, launch_.unprivileged_gid};
+      spec.reachable_paths = {launch_.zygote_path};
+      spec.reachable_paths.insert(spec.reachable_paths.end(), binds.begin(), binds.end());
+      if (!launch_.env_root.empty()) spec.reachable_paths.push_back(launch_.env_root);
     }
   } else {
-    plan.argv_storage = {launch_.zygote_path};
+    spec.argv = {launch_.zygote_path};
     const auto args = zygote_arguments(launch_);
-    plan.argv_storage.insert(plan.argv_storage.end(), args.begin(), args.end());
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   }
-  plan.env_storage = zygote_environment();
-  for (auto& s : plan.argv_storage) plan.argv.push_back(s.data());
-  plan.argv.push_back(nullptr);
-  for (auto& s : plan.env_storage) plan.env.push_back(s.data());
-  plan.env.push_back(nullptr);
-  plan.stdin_fd = dev_null.get();
-  plan.stderr_fd = err_wr.get();
-  if (plan.fds.size() > 64) throw std::runtime_error("too many paths to bind into the sandbox");
 
-  spdlog::debug("starting zygote for Python {}: {}", launch_.interpreter.version, join(plan.argv_storage, ' '));
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(errno_text("fork", errno));
-  if (pid == 0) exec_child(plan);
-  pid_ = pid;
-
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (!pidfd) {
-    const int err = errno;
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    reaped_ = true;
-    throw std::runtime_error(errno_text("pidfd_open (Linux >= 5.3 is required)", err));
-  }
+  spdlog::debug("starting zygote for Python {}: {}", launch_.interpreter.version, join(spec.argv, ' '));
+  child_.emplace(sandbox::Process::spawn(spec));
+  // The event loop gets its own copy of the pidfd (asio closes what it owns).
+  UniqueFd pidfd(::fcntl(child_->pidfd(), F_DUPFD_CLOEXEC, 3));
+  if (!pidfd) throw std::runtime_error(errno_text("dup of the zygote's pidfd", errno));
   ::fcntl(server_end.get(), F_SETFL, O_NONBLOCK);
-  ::fcntl(err_rd.get(), F_SETFL, O_NONBLOCK);
   control_.assign(server_end.release());
-  stderr_.assign(err_rd.release());
+  stderr_.assign(child_->output().release());
   pidfd_.assign(pidfd.release());
 }
 
@@ -472,14 +337,13 @@ void ZygoteProcess::read_stderr() {
 void ZygoteProcess::watch_exit() {
   auto self = shared_from_this();
   pidfd_.async_wait(asio::posix::stream_descriptor::wait_read, [self](const std::error_code& ec) {
-    if (ec || self->reaped_) return;
-    int status = 0;
-    const pid_t r = ::waitpid(self->pid_, &status, WNOHANG);
-    if (r == 0) {  // not yet a zombie (spurious wake-up)
+    if (ec || self->reaped()) return;
+    const std::optional<int> exited = self->child_->try_wait();
+    if (!exited) {  // not yet a zombie (spurious wake-up)
       self->watch_exit();
       return;
     }
-    self->reaped_ = true;
+    const int status = *exited;
     self->pidfd_.close();
     // Take what is left on stderr: it usually says why (bwrap's or the interpreter's error).
     char buf[4096];
@@ -496,6 +360,9 @@ void ZygoteProcess::watch_exit() {
     if (self->state_ == State::starting) {
       std::string tail = self->stderr_tail_;
       while (!tail.empty() && tail.back() == '\n') tail.pop_back();
+      // A step before the exec that failed (staging, the identity drop) says it best.
+      const std::string start_error = self->child_->start_error();
+      if (!start_error.empty()) tail = start_error + (tail.empty() ? "" : "; " + tail);
       self->failure_ = "the Python " + self->launch_.interpreter.version + " zygote " + how +
                        " before it was ready" + (tail.empty() ? "" : ": " + tail);
       self->state_ = State::failed;
@@ -517,7 +384,7 @@ void ZygoteProcess::lose(const std::string& reason) {
   state_ = State::failed;
   failure_ = reason;  // (logged by whoever handles on_state)
   control_.close();
-  if (!reaped_ && pid_ > 0) ::kill(pid_, SIGKILL);
+  if (child_) child_->kill();
   auto runs = std::move(runs_);
   runs_.clear();
   for (auto& [id, callbacks] : runs) {
@@ -588,15 +455,15 @@ void ZygoteProcess::stop(std::function<void()> on_reaped) {
       if (callbacks.failed) callbacks.failed("the server is shutting down");
     }
     control_.close();  // the zygote sees EOF, kills its runs, reaps them and exits
-    if (!reaped_ && pid_ > 0) {
+    if (!reaped()) {
       auto self = shared_from_this();
       kill_timer_.expires_after(std::chrono::seconds(1));
       kill_timer_.async_wait([self](const std::error_code& ec) {
-        if (!ec && !self->reaped_) ::kill(self->pid_, SIGKILL);
+        if (!ec && !self->reaped()) self->child_->kill();
       });
     }
   }
-  if (reaped_ || pid_ <= 0) notify_reaped();
+  if (reaped()) notify_reaped();
 }
 
 void ZygoteProcess::notify_reaped() {

@@ -20,6 +20,7 @@
 #include "engine/interpreters/discovery.h"
 #include "engine/zygote/protocol.h"
 #include "sandbox/policy.h"
+#include "sandbox/process.h"
 #include "sandbox/rlimits.h"
 #include "sandbox/unique_fd.h"
 
@@ -103,8 +104,9 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   ZygoteLaunch launch_;
   State state_ = State::starting;
   std::function<void(State, const std::string&)> on_state_;
-  pid_t pid_ = -1;  // bwrap (native) or the zygote itself (none)
-  bool reaped_ = false;
+  bool reaped() const { return !child_ || child_->reaped(); }
+
+  std::optional<sandbox::Process> child_;  // bwrap (native) or the zygote itself (none)
   asio::posix::stream_descriptor control_;
   asio::posix::stream_descriptor stderr_;
   asio::posix::stream_descriptor pidfd_;

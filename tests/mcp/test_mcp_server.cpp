@@ -73,7 +73,7 @@ TEST_CASE("stdio server: initialize, warm-up after it, end of input finishes the
     return std::make_unique<FakeEngine>(io, log);
   };
   auto server = std::async(std::launch::async, [&] {
-    return mcp::serve_stdio(options, mcp::ProtocolFds{mcp::UniqueFd(to_server.read), mcp::UniqueFd(from_server.write)},
+    return mcp::serve_stdio(options, mcp::ProtocolFds{sandbox::UniqueFd(to_server.read), sandbox::UniqueFd(from_server.write)},
                             hooks);
   });
   std::string buffer;

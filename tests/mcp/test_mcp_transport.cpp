@@ -53,7 +53,7 @@ TEST_CASE("a client that does not read its output stops being read from") {
   asio::io_context io;
   std::atomic<std::size_t> lines_seen{0};
   // Every input line is answered with 1000 bytes; at most 8 KiB may wait unwritten.
-  mcp::StdioTransport transport(io, mcp::UniqueFd(input.read), mcp::UniqueFd(output.write), 8192);
+  mcp::StdioTransport transport(io, sandbox::UniqueFd(input.read), sandbox::UniqueFd(output.write), 8192);
   mcp::LineFramer framer(
       [&](std::string_view) {
         ++lines_seen;
@@ -105,7 +105,7 @@ TEST_CASE("a client that does not read its output stops being read from") {
 TEST_CASE("messages leave one per line, whole and in order") {
   PipePair input, output;
   asio::io_context io;
-  mcp::StdioTransport transport(io, mcp::UniqueFd(input.read), mcp::UniqueFd(output.write));
+  mcp::StdioTransport transport(io, sandbox::UniqueFd(input.read), sandbox::UniqueFd(output.write));
   std::string expected;
   for (int i = 0; i < 500; ++i) {
     std::string message = std::to_string(i) + std::string(static_cast<std::size_t>(i * 37 % 5000), 'm');

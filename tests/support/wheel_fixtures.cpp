@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/environments/installer.h"
+#include "sandbox/process.h"
 
 namespace fixtures {
 
@@ -79,11 +79,11 @@ print(json.dumps({"version": "%d.%d.%d" % sys.version_info[:3],
 )PY";
 
 std::string run(const std::vector<std::string>& argv) {
-  engine::deps::ProcessSpec spec;
+  sandbox::ProcessSpec spec;
   spec.argv = argv;
   spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
   spec.timeout_ms = 60000;
-  auto r = engine::deps::run_process(spec);
+  auto r = sandbox::run_process(spec);
   if (!r.ok()) {
     throw std::runtime_error(argv[0] + " failed (exit " + std::to_string(r.exit_code) + "): " + r.err);
   }
