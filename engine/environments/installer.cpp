@@ -14,6 +14,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sandbox/bwrap_command.h"
 #include "sandbox/path_search.h"
 
 namespace engine::deps {
@@ -167,41 +168,11 @@ InstallerIdentity installer_identity(const InstallerOptions& options) {
 
 namespace {
 
-bool under(const std::string& path, const std::string& dir) {
-  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-                         path[dir.size()] == '/');
-}
-
 std::string real_path(const std::string& path) {
   std::error_code ec;
   auto r = fs::canonical(path, ec);
   return ec ? std::string() : r.string();
 }
-
-// Host paths the installer sees at the same place; the read-only ones by their real path, each
-// once. For a root server the unprivileged installer may not traverse to them (pyenv under
-// /root is 0700): the runner stages them (sandbox/host_staging.h).
-struct BwrapMounts {
-  std::vector<std::string> args;
-  std::vector<std::string> ro_mounted;  // real paths already mounted read-only
-  std::vector<std::string> reachable;   // the real path of every bound host path
-
-  void bind(const std::string& path, bool writable) {
-    const std::string real = real_path(path);
-    if (real.empty()) throw InstallerUnavailable("the installer's path " + path + " is missing");
-    args.insert(args.end(), {writable ? "--bind" : "--ro-bind", path, path});
-    reachable.push_back(real);
-  }
-  void ro(const std::string& path) {
-    auto real = real_path(path);
-    if (real.empty() || under(real, "/usr")) return;
-    for (const auto& done : ro_mounted) {
-      if (under(real, done)) return;
-    }
-    bind(real, false);
-    ro_mounted.push_back(real);
-  }
-};
 
 std::string local_find_links_path(const std::string& link) {
   if (starts_with(link, "file://")) return link.substr(7);
@@ -210,6 +181,37 @@ std::string local_find_links_path(const std::string& link) {
 }
 
 }  // namespace
+
+sandbox::BwrapSandbox installer_sandbox(const std::string& bwrap_program, const Interpreter& interpreter,
+                                       const std::string& uv_program, const IndexOptions& index,
+                                       const std::string& target, const std::string& cache,
+                                       std::vector<std::string> command) {
+  sandbox::BwrapSandbox box;
+  box.bwrap_path = bwrap_program;
+  box.network = !index.offline;
+  box.nested_user_namespaces = false;
+  box.python_major_minor = interpreter.major_minor;  // Debian's read /etc/pythonX.Y/sitecustomize.py
+  box.tmp = sandbox::Tmp::tmpfs;                     // HOME and TMPDIR
+  // Builds may use /dev/shm (multiprocessing); the root and /dev die with the sandbox.
+  box.read_only_root = false;
+  // Read-only at their real place, each once (sandbox::add_host_path).
+  std::vector<std::string> ro;
+  auto want = [&ro](const std::string& path) { sandbox::add_host_path(ro, real_path(path)); };
+  want(interpreter.prefix);
+  want(interpreter.base_prefix);
+  want(fs::path(interpreter.executable).parent_path().string());
+  for (const auto& dir : interpreter.site_packages) want(dir);
+  if (!uv_program.empty()) want(uv_program);
+  for (const auto& link : index.find_links) {
+    auto local = local_find_links_path(link);
+    if (!local.empty() && fs::exists(local)) want(local);
+  }
+  for (const auto& path : ro) box.binds.push_back({path, path});
+  box.writable = {target, cache};
+  box.chdir = "/tmp";
+  box.command = std::move(command);
+  return box;
+}
 
 InstallOutcome run_installer(const InstallerOptions& options, const InstallRequest& request,
                              const std::function<void(std::string_view line)>& on_line,
@@ -261,7 +263,6 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
   spec.env = env;
   spec.umask = 022;
   spec.timeout_ms = options.timeout_seconds * 1000;
-  BwrapMounts mounts;
   if (options.sandboxed) {
     auto bwrap = sandbox::find_executable(options.bwrap_path);
     if (!bwrap) {
@@ -270,50 +271,19 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
           "installed safely; install it (Debian/Ubuntu: apt install bubblewrap) or run with "
           "--sandbox-backend none");
     }
-    auto& a = mounts.args;
-    a = {*bwrap, "--unshare-all"};
-    if (!options.index.offline) a.emplace_back("--share-net");
-    a.insert(a.end(), {"--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-                       "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
-                       "--tmpfs", "/tmp"});
-    for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
-      std::error_code ec;
-      auto st = fs::symlink_status(top, ec);
-      if (ec) continue;
-      if (fs::is_symlink(st)) {
-        a.insert(a.end(), {"--symlink", fs::read_symlink(top, ec).string(), top});
-      } else if (fs::is_directory(st)) {
-        a.insert(a.end(), {"--ro-bind", top, top});
-      }
-    }
-    for (std::string etc : {"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/resolv.conf",
-                            "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
-                            "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-                            "/etc/alternatives", "/etc/localtime", "/etc/mime.types"}) {
-      a.insert(a.end(), {"--ro-bind-try", etc, etc});
-    }
-    if (!interp.major_minor.empty()) {
-      // Debian's interpreters read /etc/pythonX.Y/sitecustomize.py.
-      std::string etc_python = "/etc/python" + interp.major_minor;
-      a.insert(a.end(), {"--ro-bind-try", etc_python, etc_python});
-    }
-    mounts.ro(interp.prefix);
-    mounts.ro(interp.base_prefix);
-    mounts.ro(fs::path(interp.executable).parent_path().string());
-    for (const auto& dir : interp.site_packages) mounts.ro(dir);
-    if (kind == InstallerKind::uv) mounts.ro(uv_program);
-    for (const auto& link : options.index.find_links) {
-      auto local = local_find_links_path(link);
-      if (!local.empty() && fs::exists(local)) mounts.ro(local);
-    }
-    mounts.bind(request.target, true);
-    mounts.bind(cache, true);
-    a.insert(a.end(), {"--chdir", "/tmp", "--"});
-    a.insert(a.end(), command.begin(), command.end());
-    spec.argv = a;
+    const sandbox::BwrapSandbox box = installer_sandbox(*bwrap, interp, uv_program, options.index,
+                                                        request.target, cache, command);
+    spec.argv = sandbox::build_bwrap_argv(box);
     if (who.dropped) {
+      // The unprivileged installer may not traverse to them (pyenv or the cache under a 0700
+      // /root): staged, as the runner does for every sandbox.
       spec.run_as = sandbox::Identity{who.uid, who.gid};
-      spec.reachable_paths = mounts.reachable;
+      for (const auto& bind : box.binds) spec.reachable_paths.push_back(bind.source);
+      for (const auto& path : box.writable) {
+        const std::string real = real_path(path);
+        if (real.empty()) throw InstallerUnavailable("the installer's directory " + path + " is missing");
+        spec.reachable_paths.push_back(real);
+      }
     }
   } else {
     spec.argv = command;

@@ -1,6 +1,7 @@
 // Package installers (uv or pip) for dependency environments: their command lines, a sandboxed
-// run under bubblewrap (started by sandbox/process.h), and the few decisive lines of a failure.
-// Blocking: call from a worker thread, never from the server's event loop.
+// run under bubblewrap (sandbox/bwrap_command.h, started by sandbox/process.h), and the few
+// decisive lines of a failure. Blocking: call from a worker thread, never from the server's
+// event loop.
 #pragma once
 
 #include <sys/types.h>
@@ -14,6 +15,7 @@
 
 #include "engine/environments/index_options.h"
 #include "engine/interpreters/discovery.h"
+#include "sandbox/bwrap_command.h"
 #include "sandbox/process.h"
 
 namespace engine::deps {
@@ -68,6 +70,14 @@ struct InstallerIdentity {
   bool dropped;  // true when the server is root and the installer runs unprivileged
 };
 InstallerIdentity installer_identity(const InstallerOptions& options);
+
+// The bubblewrap sandbox an installer runs in: the system read-only (sandbox/bwrap_command.h),
+// the interpreter, uv and local find-links directories read-only, and nothing writable but
+// `target` and `cache`. `uv_program` is "" for pip.
+sandbox::BwrapSandbox installer_sandbox(const std::string& bwrap_program, const Interpreter& interpreter,
+                                       const std::string& uv_program, const IndexOptions& index,
+                                       const std::string& target, const std::string& cache,
+                                       std::vector<std::string> command);
 
 // Runs the installer once. `on_line` sees its output lines as they come. Throws
 // InstallerUnavailable when neither uv nor pip can be used, or bubblewrap is missing.

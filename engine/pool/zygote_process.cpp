@@ -31,11 +31,6 @@ std::string errno_text(const std::string& what, int err) {
   return what + ": " + std::strerror(err);
 }
 
-bool is_under(const std::string& path, const std::string& dir) {
-  if (dir.empty() || path.size() < dir.size() || path.compare(0, dir.size(), dir) != 0) return false;
-  return path.size() == dir.size() || path[dir.size()] == '/' || dir.back() == '/';
-}
-
 std::string parent_dir(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
@@ -54,13 +49,7 @@ std::string join(const std::vector<std::string>& items, char sep) {
 // prefix and base prefix, its libpython's directory, extra policy paths.
 std::vector<std::string> host_paths_to_bind(const ZygoteLaunch& launch) {
   std::vector<std::string> paths;
-  auto want = [&paths](const std::string& path) {
-    if (path.empty() || is_under(path, "/usr")) return;
-    for (const auto& p : paths) {
-      if (is_under(path, p)) return;
-    }
-    paths.push_back(path);
-  };
+  auto want = [&paths](const std::string& path) { sandbox::add_host_path(paths, path); };
   const Interpreter& in = launch.interpreter;
   want(in.prefix);
   want(in.base_prefix);
@@ -117,16 +106,20 @@ std::vector<std::string> zygote_environment() {
 // The bwrap argv; the generated passwd and group are read from fds `data_fd` and `data_fd + 1`.
 std::vector<std::string> bwrap_argv(const ZygoteLaunch& launch, const std::vector<std::string>& binds,
                                     int data_fd) {
-  sandbox::ZygoteSandbox box;
+  sandbox::BwrapSandbox box;
   box.bwrap_path = launch.bwrap_path;
   box.network = launch.policy.network;
+  box.nested_user_namespaces = true;  // each run enters namespaces of its own
+  box.python_major_minor = launch.interpreter.major_minor;
+  box.data_files.push_back({data_fd, "/etc/passwd"});
+  box.data_files.push_back({data_fd + 1, "/etc/group"});
+  box.tmp = sandbox::Tmp::mount_point;  // each run mounts its own
+  box.work_dir = sandbox::kRunWorkDir;
   box.binds.push_back({launch.zygote_path, kZygoteInside});
   for (const auto& path : binds) box.binds.push_back({path, path});
   if (!launch.env_root.empty()) box.binds.push_back({launch.env_root, kEnvInside});
-  box.data_files.push_back({data_fd, "/etc/passwd"});
-  box.data_files.push_back({data_fd + 1, "/etc/group"});
-  box.etc_allowlist = sandbox::default_etc_allowlist(launch.interpreter.major_minor);
-  box.work_dir = sandbox::kRunWorkDir;
+  box.read_only_root = true;
+  box.chdir = "/";
   box.command = {kZygoteInside};
   const auto args = zygote_arguments(launch);
   box.command.insert(box.command.end(), args.begin(), args.end());

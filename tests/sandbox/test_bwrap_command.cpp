@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,9 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/environments/installer.h"
 #include "engine/pool/zygote_process.h"
 #include "sandbox/bwrap_command.h"
 #include "sandbox/namespaces.h"
+#include "sandbox/probe.h"
+#include "sandbox/process.h"
+#include "tests/support/wheel_fixtures.h"
 
 using Argv = std::vector<std::string>;
 
@@ -40,17 +45,50 @@ Argv bound_sources(const Argv& argv) {
   return out;
 }
 
-sandbox::ZygoteSandbox example(bool network) {
-  sandbox::ZygoteSandbox box;
+// A zygote's sandbox.
+sandbox::BwrapSandbox example(bool network) {
+  sandbox::BwrapSandbox box;
   box.bwrap_path = "/usr/bin/bwrap";
   box.network = network;
+  box.nested_user_namespaces = true;
   box.binds = {{"/opt/mpes/zygote", "/run/mpes/zygote"},
                {"/root/.pyenv/versions/3.12.1", "/root/.pyenv/versions/3.12.1"}};
   box.data_files = {{6, "/etc/passwd"}, {7, "/etc/group"}};
-  box.etc_allowlist = sandbox::default_etc_allowlist("3.12");
+  box.python_major_minor = "3.12";
+  box.tmp = sandbox::Tmp::mount_point;
   box.work_dir = "/home/sandbox";
   box.command = {"/run/mpes/zygote", "--libpython", "/x/libpython3.12.so", "--home", "/x"};
   return box;
+}
+
+// Sources of read-write binds.
+Argv writable_sources(const Argv& argv) {
+  Argv out;
+  for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "--bind" || argv[i] == "--bind-try" || argv[i] == "--dev-bind" ||
+        argv[i] == "--dev-bind-try") {
+      out.push_back(argv[i + 1]);
+    }
+  }
+  return out;
+}
+
+Argv etc_entries(const Argv& argv) {
+  Argv out;
+  for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "--ro-bind-try" && argv[i + 1].rfind("/etc/", 0) == 0) out.push_back(argv[i + 1]);
+  }
+  return out;
+}
+
+engine::Interpreter debian_311() {
+  engine::Interpreter py;
+  py.version = "3.11.2";
+  py.major_minor = "3.11";
+  py.executable = "/usr/bin/python3.11";
+  py.prefix = py.base_prefix = "/usr";
+  py.site_packages = {"/usr/local/lib/python3.11/dist-packages", "/usr/lib/python3/dist-packages"};
+  return py;
 }
 
 }  // namespace
@@ -238,4 +276,118 @@ TEST_CASE("zygote command: interpreter paths outside /usr are bound, /usr ones n
     CHECK(find_seq(cmd.argv, {"--backend", "none"}) >= 0);
     CHECK_FALSE(has(cmd.argv, "--unshare-all"));
   }
+}
+
+// ---- the installer's sandbox: the same builder, the same /etc allowlist
+
+TEST_CASE("the installer's bubblewrap writes only its target and its cache", "[bwrap][installer]") {
+  fixtures::TempDir links;  // a local find-links directory: read-only
+  engine::IndexOptions index;
+  index.find_links = {links.path(), "https://links.example/"};
+  const std::string target = "/var/cache/mpes/envs/.tmp-0123/site";
+  const std::string cache = "/var/cache/mpes/installer-cache/pip";
+  const Argv command = {"/usr/bin/python3.11", "-I", "-m", "pip", "install", "--", "numpy"};
+  const Argv argv = sandbox::build_bwrap_argv(
+      engine::deps::installer_sandbox("/usr/bin/bwrap", debian_311(), "", index, target, cache, command));
+  CHECK(argv.front() == "/usr/bin/bwrap");
+  CHECK(writable_sources(argv) == Argv{target, cache});
+  CHECK(find_seq(argv, {"--bind", target, target}) >= 0);
+  CHECK(find_seq(argv, {"--bind", cache, cache}) >= 0);
+  CHECK(find_seq(argv, {"--ro-bind", links.path(), links.path()}) >= 0);
+  // Its own /tmp (HOME and TMPDIR), set up before the binds: a target under /tmp stays visible.
+  const long tmp = find_seq(argv, {"--tmpfs", "/tmp"});
+  REQUIRE(tmp >= 0);
+  CHECK(tmp < find_seq(argv, {"--bind", target, target}));
+  CHECK(find_seq(argv, {"--chdir", "/tmp"}) >= 0);
+  // Every namespace, none inside; the network only because the index is online.
+  for (const char* flag : {"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+                           "--new-session", "--share-net"}) {
+    INFO(flag);
+    CHECK(has(argv, flag));
+  }
+  index.offline = true;
+  CHECK_FALSE(has(sandbox::build_bwrap_argv(engine::deps::installer_sandbox(
+                      "/usr/bin/bwrap", debian_311(), "", index, target, cache, command)),
+                  "--share-net"));
+  const long dash = find_seq(argv, {"--"});
+  REQUIRE(dash >= 0);
+  CHECK(Argv(argv.begin() + dash + 1, argv.end()) == command);
+}
+
+TEST_CASE("the installer sees TLS roots, never /etc/ssl/private: the run's /etc allowlist", "[bwrap][installer]") {
+  fixtures::TempDir dir;  // where uv is
+  const std::string uv = dir.path() + "/uv";
+  REQUIRE(::close(::creat(uv.c_str(), 0755)) == 0);
+  const Argv argv = sandbox::build_bwrap_argv(engine::deps::installer_sandbox(
+      "/usr/bin/bwrap", debian_311(), uv, {}, "/t", "/c", {uv}));
+  for (const auto& src : bound_sources(argv)) {
+    INFO(src);
+    CHECK(src.rfind("/etc/ssl/private", 0) != 0);
+    CHECK(src != "/etc/ssl");  // would expose ssl/private
+    CHECK(src != "/etc/pki");
+    CHECK(src != "/etc");
+    CHECK(src.rfind("/root", 0) != 0);
+    CHECK(src.rfind("/home", 0) != 0);
+  }
+  for (const char* p : {"/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates",
+                        "/etc/resolv.conf", "/etc/hosts", "/etc/python3.11"}) {
+    INFO(p);
+    CHECK(find_seq(argv, {"--ro-bind-try", p, p}) >= 0);
+  }
+  // One allowlist: exactly the zygote's for the same Python.
+  auto zygote = example(true);
+  zygote.python_major_minor = "3.11";
+  CHECK(etc_entries(argv) == etc_entries(sandbox::build_bwrap_argv(zygote)));
+  CHECK(etc_entries(argv) == sandbox::default_etc_allowlist("3.11"));
+  // uv itself is bound read-only where it is.
+  CHECK(find_seq(argv, {"--ro-bind", uv, uv}) >= 0);
+}
+
+TEST_CASE("inside the installer's sandbox: certificates yes, private keys and host files no",
+          "[bwrap][installer]") {
+  const std::string bwrap = sandbox::find_bwrap();
+  if (bwrap.empty()) {
+    WARN("SKIPPED: bubblewrap is not installed");
+    return;
+  }
+  fixtures::TempDir dir;
+  const std::string target = dir.path() + "/site";
+  const std::string cache = dir.path() + "/cache";
+  REQUIRE(::mkdir(target.c_str(), 0755) == 0);
+  REQUIRE(::mkdir(cache.c_str(), 0755) == 0);
+  REQUIRE(::mkdir((dir.path() + "/secret").c_str(), 0755) == 0);  // next to them, not bound
+  const bool root = ::geteuid() == 0;
+  if (root) {
+    REQUIRE(::chown(target.c_str(), 65534, 65534) == 0);
+    REQUIRE(::chown(cache.c_str(), 65534, 65534) == 0);
+  }
+  engine::IndexOptions offline;
+  offline.offline = true;
+  const std::string check =
+      "set -e; test -d /etc/ssl/certs; test ! -e /etc/ssl/private; test ! -e /etc/shadow; "
+      "test ! -e /root; test ! -e " + dir.path() + "/secret; "
+      "touch " + target + "/written " + cache + "/written; "
+      "if touch /usr/written 2>/dev/null; then exit 3; fi; echo sandboxed";
+  sandbox::ProcessSpec spec;
+  spec.argv = sandbox::build_bwrap_argv(engine::deps::installer_sandbox(
+      bwrap, debian_311(), "", offline, target, cache, {"/bin/sh", "-c", check}));
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.timeout_ms = 30000;
+  if (root) spec.run_as = sandbox::Identity{65534, 65534};
+  const auto r = sandbox::run_process(spec);
+  INFO(r.out << r.err);
+  CHECK(r.ok());
+  CHECK(r.out == "sandboxed\n");
+  CHECK(::access((target + "/written").c_str(), F_OK) == 0);
+  CHECK(::access((cache + "/written").c_str(), F_OK) == 0);
+}
+
+TEST_CASE("host paths are bound once: none under /usr, none under another", "[bwrap]") {
+  std::vector<std::string> paths;
+  for (const char* p : {"/opt/py", "/usr/lib/python3", "/opt/py/lib", "", "/opt/python", "/usr",
+                        "/srv/venv/bin", "/srv/venv"}) {
+    sandbox::add_host_path(paths, p);
+  }
+  // (A parent that comes after its child is added too: the order is the caller's.)
+  CHECK(paths == std::vector<std::string>{"/opt/py", "/opt/python", "/srv/venv/bin", "/srv/venv"});
 }
