@@ -27,7 +27,7 @@ struct EngineConfig {
   std::string uv_path = "uv";
   std::vector<std::string> preload_modules;     // --preload (repeatable)
   unsigned max_concurrent_runs = 0;             // 0 = 2 x cores
-  std::string cache_dir;                        // empty = $XDG_CACHE_HOME/mcp-python-exec-sandbox
+  std::string cache_dir;                        // empty = engine::cache_dir() (engine/cache_dir.h)
   std::uint64_t env_cache_max_mb = 4096;
   unsigned max_zygotes = 4;
   unsigned zygote_idle_seconds = 600;           // a non-default zygote idle this long stops

@@ -166,7 +166,8 @@ CliResult parse_cli(const std::vector<std::string>& args) {
                  "CPU seconds per run; 0 = the run's timeout (default: 0)");
   app.add_option("--tmpfs-size-mb", tmpfs_mb, "Size of each run's work dir and /tmp in MiB (default: 256)");
   app.add_option("--cache-dir", cache_dir,
-                 "Where environments are cached (default: $XDG_CACHE_HOME/mcp-python-exec-sandbox)");
+                 "Where environments are cached (default: $XDG_CACHE_HOME/mcp-python-exec-sandbox, else "
+                 "~/.cache/mcp-python-exec-sandbox)");
   app.add_option("--env-cache-max-mb", env_cache_mb, "Size cap of the environment cache in MiB (default: 4096)");
   app.add_option("--max-zygotes", max_zygotes, "Warm interpreters kept at once, LRU (default: 4)");
   app.add_option("--zygote-idle-seconds", zygote_idle,
