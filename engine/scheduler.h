@@ -50,10 +50,6 @@ class Scheduler {
 
  private:
   void forget_if_idle(const std::string& client);
-
- public:
-
- private:
   // The queued runs in the order they are offered: the first of each client in turn, then the
   // second of each, and so on.
   std::vector<Id> offer_order() const;

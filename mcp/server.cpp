@@ -14,6 +14,7 @@
 #include "engine/interpreters/discovery.h"
 #include "mcp/client_log_sink.h"
 #include "mcp/framing.h"
+#include "mcp/graceful_stop.h"
 #include "mcp/http/endpoint.h"
 #include "mcp/http/listener.h"
 #include "mcp/run_result_format.h"
@@ -25,11 +26,6 @@
 namespace mcp {
 
 namespace {
-
-// Engine::shutdown gets this long before the process stops waiting for it; then the last
-// responses get until kHardStop to be written. Both within the 2 s exit budget.
-constexpr auto kShutdownBudget = std::chrono::milliseconds(1500);
-constexpr auto kHardStop = std::chrono::milliseconds(1800);
 
 void fill_defaults(ServerHooks& hooks) {
   if (!hooks.make_engine) {
@@ -119,50 +115,14 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
   LineFramer framer([&session](std::string_view line) { session.handle_line(line); },
                     [&session](const OversizeLine& line) { session.handle_oversize(line); });
 
-  bool shutting_down = false;
-  bool forced = false;
-  asio::steady_timer deadline(io);
-  asio::steady_timer hard_stop(io);
-  asio::signal_set signals(io);
-  auto stop_after_flush = [&] {
-    transport.flush([&io] { io.stop(); });
-  };
-  auto begin_shutdown = [&](const std::string& why) {
-    if (shutting_down) return;
-    shutting_down = true;
-    spdlog::info("shutting down: {}", why);
-    transport.stop_reading();
-    asio::error_code ignored;
-    signals.cancel(ignored);
-    session.stop_accepting_and_cancel();
-    deadline.expires_after(kShutdownBudget);
-    deadline.async_wait([&](const asio::error_code& ec) {
-      if (ec) return;
-      spdlog::warn("engine shutdown did not finish in time; exiting anyway");
-      forced = true;
-      session.abandon_in_flight("The server is shutting down");
-      stop_after_flush();
-    });
-    hard_stop.expires_after(kHardStop);
-    hard_stop.async_wait([&](const asio::error_code& ec) {
-      if (ec) return;
-      forced = true;
-      io.stop();
-    });
-    engine->shutdown([&] {
-      session.abandon_in_flight("The server is shutting down");
-      stop_after_flush();
-    });
-  };
+  GracefulStop stop(io, *engine,
+                    {[&transport] { transport.stop_reading(); },
+                     [&session] { session.stop_accepting_and_cancel(); },
+                     [&session](const std::string& why) { session.abandon_in_flight(why); },
+                     [&transport](std::function<void()> then) { transport.flush(std::move(then)); }},
+                    hooks.handle_signals);
+  auto begin_shutdown = [&stop](const std::string& why) { stop.begin(why); };
 
-  if (hooks.handle_signals) {
-    signals.add(SIGTERM);
-    signals.add(SIGINT);
-    signals.add(SIGHUP);
-    signals.async_wait([&](const asio::error_code& ec, int signal) {
-      if (!ec) begin_shutdown("signal " + std::to_string(signal));
-    });
-  }
   // End of input: the requests already read are finished (each within its own timeout), their
   // responses written, then the server stops. A signal meanwhile stops it at once.
   transport.start([&framer](std::string_view bytes) { framer.feed(bytes); },
@@ -184,7 +144,7 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
   // In the real process (it owns the signals) every run and zygote has been killed and reaped by
   // now; what may remain is an interpreter probe on the engine's worker thread, whose join in the
   // engine's destructor must not hold the exit past the 2 s budget. Unit tests keep running.
-  if (forced || hooks.handle_signals) {
+  if (stop.forced() || hooks.handle_signals) {
     engine::kill_running_probes();  // not waited for, but not left running either
     spdlog::default_logger()->flush();
     std::_Exit(0);
@@ -231,54 +191,20 @@ int serve_http(const CliOptions& options, ServerHooks hooks,
                options.http.loopback ? ", loopback only" : "");
   engine->start_warmup();
 
-  bool shutting_down = false;
-  bool forced = false;
-  asio::steady_timer deadline(io);
-  asio::steady_timer hard_stop(io);
-  asio::signal_set signals(io);
-  auto stop_after_flush = [&] { listener.when_flushed([&io] { io.stop(); }); };
-  auto begin_shutdown = [&](const std::string& why) {
-    if (shutting_down) return;
-    shutting_down = true;
-    spdlog::info("shutting down: {}", why);
-    listener.stop_accepting();
-    asio::error_code ignored;
-    signals.cancel(ignored);
-    endpoint.stop_accepting_and_cancel();
-    deadline.expires_after(kShutdownBudget);
-    deadline.async_wait([&](const asio::error_code& ec) {
-      if (ec) return;
-      spdlog::warn("engine shutdown did not finish in time; exiting anyway");
-      forced = true;
-      endpoint.abandon_in_flight("The server is shutting down");
-      stop_after_flush();
-    });
-    hard_stop.expires_after(kHardStop);
-    hard_stop.async_wait([&](const asio::error_code& ec) {
-      if (ec) return;
-      forced = true;
-      io.stop();
-    });
-    engine->shutdown([&] {
-      endpoint.abandon_in_flight("The server is shutting down");
-      stop_after_flush();
-    });
-  };
-  if (hooks.handle_signals) {
-    signals.add(SIGTERM);
-    signals.add(SIGINT);
-    signals.add(SIGHUP);
-    signals.async_wait([&](const asio::error_code& ec, int signal) {
-      if (!ec) begin_shutdown("signal " + std::to_string(signal));
-    });
-  }
+  GracefulStop stop(io, *engine,
+                    {[&listener] { listener.stop_accepting(); },
+                     [&endpoint] { endpoint.stop_accepting_and_cancel(); },
+                     [&endpoint](const std::string& why) { endpoint.abandon_in_flight(why); },
+                     [&listener](std::function<void()> then) { listener.when_flushed(std::move(then)); }},
+                    hooks.handle_signals);
+  auto begin_shutdown = [&stop](const std::string& why) { stop.begin(why); };
   if (on_listening) {
     on_listening(listener.port(), [&io, &begin_shutdown] {
       asio::post(io, [&begin_shutdown] { begin_shutdown("stop requested"); });
     });
   }
   io.run();
-  if (forced || hooks.handle_signals) {
+  if (stop.forced() || hooks.handle_signals) {
     engine::kill_running_probes();
     spdlog::default_logger()->flush();
     std::_Exit(0);
