@@ -3,7 +3,11 @@
 - bwrap+python: a fresh `bwrap <the Python server's profile> /usr/bin/python3 script.py` per call,
   the Python server without uv's own overhead (so the ratio to it is conservative);
 - python: a fresh `/usr/bin/python3 script.py`, no sandbox at all;
-- uv: `uv run --script script.py` per call, when uv is installed.
+- uv: `uv run --script script.py` per call, when uv is installed;
+- docker run: a fresh container per call (`docker run --rm IMAGE python3 script.py`, the Python
+  server's docker mode), when a daemon answers and the docker backend's image is there
+  (scripts/build-image.sh). Measure the server's own docker backend next to it with
+  `bench/run.sh --server-arg=--sandbox-backend=docker`.
 Each latency runs from just before the process is spawned to its output read and exit reaped.
 """
 
@@ -23,6 +27,7 @@ from harness.stats import summarize_ns
 from harness.workloads import Workload
 
 PYTHON = "/usr/bin/python3"
+DOCKER_IMAGE = os.environ.get("MPES_DOCKER_IMAGE", "mcp-python-exec-sandbox:bookworm")
 
 # The minimal environment a run gets from the server too, so no host variable (PYTHONPATH, a
 # pyenv shim first on PATH) changes what the baselines do.
@@ -61,6 +66,9 @@ class Baseline:
         if self.key == "bwrap":
             return (self.prefix + ["--bind", script_dir, script_dir, "--chdir", script_dir,
                                     PYTHON, script_path])
+        if self.key == "docker":
+            return (self.prefix + ["--mount", f"type=bind,source={script_dir},target=/work,readonly",
+                                   "--workdir", "/work", DOCKER_IMAGE, PYTHON, "/work/script.py"])
         if self.key == "uv":
             argv = self.prefix + ["run", "--no-project", "--python", PYTHON]
             for dep in workload.dependencies:
@@ -104,7 +112,30 @@ def discover(uv_path: str = "uv") -> list[Baseline]:
     else:
         out.append(Baseline("uv", "uv run --script (per call)", True,
                             version=_version_of([uv, "--version"]), prefix=[uv]))
+    out.append(_docker_baseline())
     return out
+
+
+def _docker_baseline() -> Baseline:
+    title = "docker run (per call)"
+    docker = shutil.which("docker")
+    if docker is None:
+        return Baseline("docker", title, False, "docker not found (apt-get install docker.io)")
+    try:
+        server = subprocess.run([docker, "version", "--format", "{{.Server.Version}}"], capture_output=True,
+                                text=True, timeout=30)
+        image = subprocess.run([docker, "image", "inspect", DOCKER_IMAGE], capture_output=True, text=True,
+                               timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        return Baseline("docker", title, False, f"docker does not answer: {e}")
+    if server.returncode != 0:
+        return Baseline("docker", title, False, f"no docker daemon: {server.stderr.strip()[:200]}")
+    if image.returncode != 0:
+        return Baseline("docker", title, False, f"no image {DOCKER_IMAGE} (scripts/build-image.sh)")
+    # The Python server's container per call: no network, read-only, no capabilities.
+    return Baseline("docker", title, True, version="docker " + server.stdout.strip(),
+                    prefix=[docker, "run", "--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
+                            "--tmpfs", "/tmp"])
 
 
 @dataclass

@@ -1,8 +1,10 @@
-"""bench/run.sh: measures the server against the per-call architecture it replaces, in one run.
+"""bench/run.sh: measures the server against the per-call architecture it replaces and against
+the floor of a sandboxed run on this machine (harness/floor.py), in one run.
 
 Exit status: 0 when the harness ran (whatever the numbers, and even when workloads failed: those
 are recorded in the report); 1 when the harness itself could not work (server missing or not
-starting, malformed JSON on its stdout); 2 for bad arguments.
+starting, malformed JSON on its stdout; with --quick, also a floor that could not be measured);
+2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import tempfile
 import time
 import unittest
 from dataclasses import dataclass
+from typing import Optional
 
 from harness import baselines as bl
-from harness import http_runs, machine, memory, report, server_runs
+from harness import floor as fl
+from harness import http_runs, machine, memory, python_server, report, server_runs, session_runs
 from harness.client import HarnessError
 from harness.stats import summarize_ns
 from harness.workloads import HELLO, PANDAS, PANDAS_UNDECLARED, SEQUENTIAL, sleeper
@@ -40,6 +44,9 @@ class Plan:
     sleep_seconds: float
     budget_s: float  # per workload and system: measuring stops early past it (min 3 calls)
     rounds: int      # slices in which the server and the baselines take turns on a workload
+    floor_runs: int  # the floor's measured runs per workload (hello, pandas)
+    page_touch_pages: int
+    page_touch_repeat: int
 
 
 def _plan(args: argparse.Namespace) -> Plan:
@@ -47,16 +54,17 @@ def _plan(args: argparse.Namespace) -> Plan:
     if args.quick:
         plan = Plan(warmup=2, server_iterations=10, baseline_iterations=3, throughput_requests=32,
                     baseline_throughput_requests=8, cold_starts=2, memory_runs=2, sleep_seconds=1.5,
-                    budget_s=3.0, rounds=2)
+                    budget_s=3.0, rounds=2, floor_runs=10, page_touch_pages=1024, page_touch_repeat=3)
     else:
         plan = Plan(warmup=20, server_iterations=300, baseline_iterations=40,
                     throughput_requests=1000, baseline_throughput_requests=64, cold_starts=10,
                     memory_runs=max(2, min(8, 2 * cores)), sleep_seconds=3.0, budget_s=60.0,
-                    rounds=10)
+                    rounds=10, floor_runs=300, page_touch_pages=4096, page_touch_repeat=7)
     if args.warmup is not None:
         plan.warmup = args.warmup
     if args.iterations is not None:
         plan.server_iterations = args.iterations
+        plan.floor_runs = args.iterations
     if args.baseline_iterations is not None:
         plan.baseline_iterations = args.baseline_iterations
     if args.cold_starts is not None:
@@ -88,7 +96,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    help="time per workload and system after which measuring stops early "
                         "(at least 3 calls; default 60, --quick 3)")
     p.add_argument("--no-baselines", action="store_true", help="measure the server only")
+    p.add_argument("--floor", metavar="PATH",
+                   help="the floor program (default: mpes-bench-floor next to the server binary)")
+    p.add_argument("--no-floor", action="store_true",
+                   help="do not measure the floor (no floor ratios or floor targets)")
     p.add_argument("--uv-path", default="uv", help="uv for the `uv run --script` baseline")
+    p.add_argument("--python-server-venv", default=os.path.join(REPO_ROOT, ".tools", "python-server"),
+                   help="environment holding the Python server 0.1.8, the real anchor "
+                        "(default: .tools/python-server, made by scripts/install-deps.sh)")
     p.add_argument("--self-test", action="store_true",
                    help="run only the harness's own unit tests (--quick runs them first too)")
     args = p.parse_args(argv)
@@ -163,11 +178,32 @@ def run(args: argparse.Namespace) -> int:
     say(f"bench: initialize after start: {_lat(results['cold_start']['initialize_ms'])}; "
         f"first result: {_lat(results['cold_start']['first_result_ms'])}")
 
+    # What memory costs here, while no server runs: the unit in which two machines differ.
+    floor_binary = None
+    if args.no_floor:
+        results["floor"] = {"skipped": "--no-floor"}
+    else:
+        floor_binary, why = fl.find_binary(server_path, args.floor)
+        if floor_binary is None:
+            if args.quick:
+                raise HarnessError(f"{why}; --no-floor measures without it")
+            results["floor"] = {"skipped": why}
+            say(f"bench: SKIPPED the floor: {why}")
+        else:
+            results["page_touch"] = fl.page_touch(floor_binary, plan.page_touch_pages,
+                                                  plan.page_touch_repeat)
+            say(f"bench: memory here: {report.page_touch_text(results['page_touch'])}")
+
     session = server_runs.Session(launcher)
     init = session.init_response.result or {}
     results["server"]["info"] = init.get("serverInfo")
     results["server"]["protocol_version"] = init.get("protocolVersion")
     results["server"]["check_environment"] = server_runs.check_environment(session)
+    floor = None
+    if floor_binary is not None:
+        python, network = fl.interpreter_of(results["server"]["check_environment"])
+        floor = fl.FloorSetup(floor_binary, python, network, log_dir, _server_env())
+        results["floor"] = {"binary": floor_binary, "python": python, "network": network}
 
     # Warm the default zygote, then its idle footprint and the cost of each concurrent run.
     warm = server_runs.run_sequential(session, HELLO, 0, max(1, plan.warmup))
@@ -192,14 +228,40 @@ def run(args: argparse.Namespace) -> int:
                 results["sequential"][w.key]["systems"][b.key] = {"skipped": b.unavailable_reason}
     usable = [b for b in baselines if b.available]
 
+    # The Python server as it really runs (uv run per call): the anchor the targets name.
+    pysrv = None
+    if not args.no_baselines:
+        pysrv = python_server.PythonServer(args.python_server_venv, args.uv_path, log_dir, _server_env(),
+                                           DEFAULT_SERVER_ARGS)
+        if pysrv.available:
+            try:
+                pysrv.start()
+            except HarnessError as e:
+                pysrv.reason = f"it did not start: {e}"
+        results["baselines"].append(pysrv.baseline_entry())
+        if not pysrv.available:
+            say(f"bench: SKIPPED {python_server.TITLE}: {pysrv.reason}")
+            for w in SEQUENTIAL:
+                results["sequential"][w.key]["systems"][python_server.KEY] = {"skipped": pysrv.reason}
+            pysrv.close()
+            pysrv = None
+
     with tempfile.TemporaryDirectory(prefix="mpes-bench-") as tmp:
         # World-readable so a sandbox started as another uid can still read the scripts.
         os.chmod(tmp, 0o755)
         files = bl.ScriptFiles(tmp)
         for w in SEQUENTIAL:
-            _measure_workload(session, usable, files, w, plan, results)
+            _measure_workload(session, usable, files, w, plan, results, floor, pysrv)
         for n in CONCURRENCY_LEVELS:
-            _measure_throughput(session, usable, files, n, plan, results)
+            _measure_throughput(session, usable, files, n, plan, results, pysrv)
+        if any(b.key == "docker" for b in usable) and not any("docker" in a for a in args.server_arg):
+            _measure_docker_backend(server_path, server_args, log_dir, plan, results)
+    if pysrv is not None:
+        pysrv.close()
+
+    results["sessions"] = session_runs.measure(session, plan.warmup, plan.server_iterations)
+    if results["sessions"].get("error"):
+        say(f"bench: WARNING: sessions not measured: {results['sessions']['error']}")
 
     mem["after_workloads"] = memory.tree_memory(session.server.proc.pid)
     results["server"]["restarts"] = session.restarts
@@ -226,6 +288,7 @@ def run(args: argparse.Namespace) -> int:
 
     results["machine"]["load_average_end"] = machine.load_average()
     results["targets"] = report.evaluate_targets(results)
+    results["floor_targets"] = report.evaluate_floor_targets(results)
     md = report.to_markdown(results)
     with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
         f.write(md + "\n")
@@ -240,6 +303,14 @@ def run(args: argparse.Namespace) -> int:
     report.print_summary(results, say)
     say(f"\nbench: wrote {out_dir}/results.md, readme_table.md, results.json"
         + ("" if why_no_chart else ", latency.svg"))
+    if args.quick and floor is not None:
+        # The smoke test covers the floor too: a floor that cannot run is a broken harness.
+        broken = [w.key for w in (fl.HELLO_FLOOR, fl.PANDAS_FLOOR)
+                  if not report._get(results, "sequential", w.key, "systems", "floor", "latency_ms")]
+        if broken or results.get("page_touch", {}).get("error"):
+            print(f"bench: ERROR: the floor was not measured ({', '.join(broken) or 'page touch'}); "
+                  f"see the report's errors and {log_dir}/floor-*.stderr.log", file=sys.stderr, flush=True)
+            return 1
     return 0
 
 
@@ -247,11 +318,28 @@ def _errors_text(r: dict) -> str:
     return f"; {r['errors']} errors, first: {r['first_error'][:300]}" if r.get("errors") else ""
 
 
+def _first_call(session: server_runs.Session, w, budget_s: float) -> Optional[float]:
+    """The latency of one call, in ms (None when it failed)."""
+    first = server_runs.ServerSeries(session, w, 1, budget_s)
+    first.measure(1)
+    return first.samples[0] / 1e6 if first.samples else None
+
+
 def _measure_workload(session: server_runs.Session, baselines: list[bl.Baseline],
-                      files: bl.ScriptFiles, w, plan: Plan, results: dict) -> None:
-    """The server and every baseline on one workload, interleaved in rounds so that all of them
-    are measured under the same load from the rest of the machine."""
+                      files: bl.ScriptFiles, w, plan: Plan, results: dict,
+                      floor: Optional[fl.FloorSetup] = None,
+                      pysrv: Optional[python_server.PythonServer] = None) -> None:
+    """The server, every baseline, the Python server and the workload's floor (hello, pandas) on
+    one workload, interleaved in rounds so that all of them are measured under the same load from
+    the rest of the machine."""
     systems = results["sequential"][w.key]["systems"]
+    floor_series = _start_floor(floor, w, plan, systems)
+    first_ms: dict = {}
+    if w is PANDAS:
+        # The first call with dependencies: the Python server's uv cache starts empty.
+        first_ms["server"] = _first_call(session, w, plan.budget_s)
+        if pysrv is not None:
+            first_ms[python_server.KEY] = _first_call(pysrv.session, w, plan.budget_s)
     srv = server_runs.ServerSeries(session, w, plan.server_iterations, plan.budget_s)
     srv.warm(plan.warmup)
     fallback = None
@@ -266,11 +354,25 @@ def _measure_workload(session: server_runs.Session, baselines: list[bl.Baseline]
     series = [bl.BaselineSeries(b, w, files, n_base, plan.budget_s) for b in baselines]
     for s in series:
         s.warm()
+    py = None
+    if pysrv is not None:
+        py = server_runs.ServerSeries(pysrv.session, w, n_base, plan.budget_s)
+        py.warm(1)
     for left in range(plan.rounds, 0, -1):
         srv.measure(_slice(srv.target - len(srv.samples), left))
         for s in series:
             s.measure(_slice(s.target - len(s.calls), left))
+        if floor_series is not None:
+            floor_series = _floor_slice(floor_series, _slice(floor_series.target - len(floor_series.samples), left),
+                                        systems)
+        if py is not None:
+            py.measure(_slice(py.target - len(py.samples), left))
     srv.measure(srv.target - len(srv.samples))  # what failed calls left short, budget permitting
+    if floor_series is not None:
+        systems["floor"] = dict(floor_series.result(), title=floor_series.process.workload.title)
+        floor_series.process.close()
+        say(f"bench: {systems['floor']['title']}: {_lat(systems['floor']['latency_ms'])}, "
+            f"{_cpu_text(systems['floor'])}{_errors_text(systems['floor'])}")
 
     r = srv.result()
     if fallback is None:
@@ -284,6 +386,15 @@ def _measure_workload(session: server_runs.Session, baselines: list[bl.Baseline]
                 ordered[fallback.key] = entry
         results["sequential"] = ordered
     say(f"bench: server {(fallback or w).title}: {_lat(r['latency_ms'])}{_errors_text(r)}")
+    if py is not None:
+        rp = py.result()
+        systems[python_server.KEY] = rp
+        say(f"bench: {python_server.TITLE} {w.title}: {_lat(rp['latency_ms'])}{_errors_text(rp)}")
+    for key, ms in first_ms.items():
+        if key in systems:
+            systems[key]["first_call_ms"] = ms
+        say(f"bench: {'server' if key == 'server' else python_server.TITLE} {w.title}, first call: "
+            + (f"{ms:.1f} ms" if ms is not None else "failed"))
     for s in series:
         rb = s.result()
         systems[s.baseline.key] = rb
@@ -293,12 +404,78 @@ def _measure_workload(session: server_runs.Session, baselines: list[bl.Baseline]
         say(f"bench: {s.baseline.title} {w.title}: {_lat(rb['latency_ms'])}{_errors_text(rb)}")
 
 
+def _start_floor(floor: Optional[fl.FloorSetup], w, plan: Plan, systems: dict):
+    """The floor's series for workload `w` (hello and pandas have one), warmed; None when it has
+    none or it cannot start (then recorded in `systems["floor"]`)."""
+    fw = fl.FLOORS.get(w.key)
+    if floor is None or fw is None:
+        return None
+    try:
+        series = fl.FloorSeries(floor.start(fw), plan.floor_runs, plan.budget_s)
+    except fl.FloorError as e:
+        systems["floor"] = {"title": fw.title, "latency_ms": None, "errors": 1, "first_error": str(e)}
+        say(f"bench: WARNING: {fw.title} not measured: {e}")
+        return None
+    try:
+        series.warm()
+    except fl.FloorError as e:
+        return _floor_failed(series, e, systems)
+    return series
+
+
+def _floor_slice(series: fl.FloorSeries, runs: int, systems: dict):
+    try:
+        series.measure(runs)
+        return series
+    except fl.FloorError as e:
+        return _floor_failed(series, e, systems)
+
+
+def _floor_failed(series: fl.FloorSeries, error: Exception, systems: dict) -> None:
+    series.process.close()
+    r = dict(series.result(), title=series.process.workload.title)
+    r["errors"] += 1
+    r["first_error"] = r["first_error"] or str(error)
+    systems["floor"] = r
+    say(f"bench: WARNING: {r['title']} stopped: {error}")
+    return None
+
+
+def _cpu_text(r: dict) -> str:
+    cpu, faults = r.get("cpu_ms_per_run"), r.get("page_faults_per_run")
+    if cpu is None:
+        return "CPU per run unknown"
+    return f"{cpu:.2f} ms CPU and {faults:.0f} page faults per run"
+
+
+def _measure_docker_backend(server_path: str, server_args: list[str], log_dir: str, plan: Plan,
+                            results: dict) -> None:
+    """hello and numpy+pandas on the same server with --sandbox-backend docker (its zygotes in
+    containers), next to the native rows and to `docker run` per call."""
+    launcher = server_runs.ServerLauncher([server_path] + server_args + ["--sandbox-backend", "docker"],
+                                          _server_env(), log_dir)
+    session = server_runs.Session(launcher)
+    try:
+        for w in (HELLO, PANDAS):
+            srv = server_runs.ServerSeries(session, w, plan.server_iterations, plan.budget_s)
+            srv.warm(plan.warmup)
+            srv.measure(srv.target)
+            r = srv.result()
+            results["sequential"][w.key]["systems"]["server_docker"] = r
+            say(f"bench: server (docker backend) {w.title}: {_lat(r['latency_ms'])}{_errors_text(r)}")
+    finally:
+        session.close()
+    results["baselines"].append({"key": "server_docker", "title": "this server, docker backend",
+                                 "available": True, "unavailable_reason": "", "version": ""})
+
+
 def _slice(remaining: int, rounds_left: int) -> int:
     return max(0, -(-remaining // rounds_left))  # ceil: the last round takes the rest
 
 
 def _measure_throughput(session: server_runs.Session, baselines: list[bl.Baseline],
-                        files: bl.ScriptFiles, level: int, plan: Plan, results: dict) -> None:
+                        files: bl.ScriptFiles, level: int, plan: Plan, results: dict,
+                        pysrv: Optional[python_server.PythonServer] = None) -> None:
     """hello with `level` requests in flight: on the server's one connection, then as `level`
     processes at a time for each baseline, back to back."""
     out = results["throughput"][str(level)]
@@ -306,6 +483,11 @@ def _measure_throughput(session: server_runs.Session, baselines: list[bl.Baselin
                                    plan.budget_s)
     out["server"] = r
     say(f"bench: server hello, {level} in flight: {_rps(r)}{_errors_text(r)}")
+    if pysrv is not None:
+        rp = server_runs.run_concurrent(pysrv.session, HELLO, level,
+                                        max(plan.baseline_throughput_requests, level), plan.budget_s)
+        out[python_server.KEY] = rp
+        say(f"bench: {python_server.TITLE} hello, {level} in flight: {_rps(rp)}{_errors_text(rp)}")
     for b in baselines:
         total = max(plan.baseline_throughput_requests, level)
         calls, seconds = bl.run_concurrent(b, HELLO, files, level, total, plan.budget_s)

@@ -6,6 +6,8 @@ import json
 import os
 from typing import Optional
 
+from harness import session_runs
+
 MIB_KB = 1024  # smaps reports kB (KiB)
 
 # The issue's targets, on the fully sandboxed native backend; p50 unless said. Printed next to
@@ -19,9 +21,24 @@ TARGETS = (
     ("first_result", "first hello result after process start (p50)", "≤ 150 ms"),
     ("idle_rss", "server + default zygote RSS (idle)", "≤ 60 MiB"),
     ("pss_per_run", "extra PSS per concurrent hello run", "≤ 2 MiB"),
+    ("pyserver_hello_ratio", "hello: Python server 0.1.8 p50 / server p50", "≥ 30×"),
+    ("pyserver_pandas_ratio", "numpy+pandas, warm: Python server 0.1.8 p50 / server p50", "≥ 50×"),
 )
 
-SYSTEM_ORDER = ("server", "bwrap", "python", "uv")
+SYSTEM_ORDER = ("server", "server_docker", "floor", "pyserver", "bwrap", "python", "uv", "docker")
+FLOOR_TITLE = "floor (same interpreter and sandbox, one clone per run)"
+
+# Issue 19's targets: ratios within one run, so that they can be judged on any machine. Each is
+# (key, what, limit, at_most). Printed as PASS / MISS; never a reason to fail.
+FLOOR_TARGETS = (
+    ("hello_floor", "hello p50 ≤ 1.3× its floor", 1.3, True),
+    ("pandas_floor", "numpy + pandas p50 ≤ 1.3× its floor", 1.3, True),
+    ("output_vs_bwrap", "1 MiB of output ≥ 2× faster than bwrap+python (p50)", 2.0, False),
+    ("exception_vs_hello", "exception + traceback p50 ≤ 1.3× hello p50", 1.3, True),
+    ("throughput4_floor", "hello throughput, 4 in flight ≥ 70% of what the floor's CPU per run "
+                          "allows on the cores present", 0.7, False),
+    ("idle_rss_40", "server + default zygote RSS idle ≤ 40 MiB", 40.0, True),
+)
 
 
 def _get(d: Optional[dict], *path):
@@ -58,6 +75,8 @@ def evaluate_targets(results: dict) -> list[dict]:
         return base / ours if base is not None and ours else None
 
     hello_ratio = ratio(hello_b, hello)
+    py_hello_ratio = ratio(_p50(results, "hello", "pyserver"), hello)
+    py_pandas_ratio = ratio(_p50(results, "pandas", "pyserver"), pandas)
     pandas_ratio = ratio(pandas_b, pandas)
     idle_rss = idle_rss_kb / MIB_KB if idle_rss_kb is not None else None
     pss_run = pss_run_kb / MIB_KB if pss_run_kb is not None else None
@@ -75,10 +94,150 @@ def evaluate_targets(results: dict) -> list[dict]:
                      _verdict(idle_rss, 60, True)),
         "pss_per_run": (pss_run, f"{pss_run:.2f} MiB" if pss_run is not None else "—",
                         _verdict(pss_run, 2, True)),
+        "pyserver_hello_ratio": (py_hello_ratio, f"{py_hello_ratio:.1f}×" if py_hello_ratio else "—",
+                                 _verdict(py_hello_ratio, 30, False)),
+        "pyserver_pandas_ratio": (py_pandas_ratio, f"{py_pandas_ratio:.1f}×" if py_pandas_ratio else "—",
+                                  _verdict(py_pandas_ratio, 50, False)),
     }
     return [{"key": key, "what": what, "target": target, "value": measured[key][0],
              "measured": measured[key][1], "status": measured[key][2]}
             for key, what, target in TARGETS]
+
+
+def floor_of(workload_key: str) -> str:
+    """The floor a workload is compared with: pandas's own, else hello's."""
+    return "pandas" if workload_key.startswith("pandas") else "hello"
+
+
+def _floor_p50(results: dict, workload_key: str) -> Optional[float]:
+    return _p50(results, floor_of(workload_key), "floor")
+
+
+def floor_throughput_allowed(results: dict) -> Optional[float]:
+    """Runs/s the cores present could complete at the hello floor's CPU per run."""
+    cpu = _get(results, "sequential", "hello", "systems", "floor", "cpu_ms_per_run")
+    cores = _get(results, "machine", "cores")
+    if not cpu or not cores:
+        return None
+    return cores * 1000.0 / cpu
+
+
+def evaluate_floor_targets(results: dict) -> list[dict]:
+    def judged(value: Optional[float], limit: float, at_most: bool) -> str:
+        if value is None:
+            return "n/a"
+        return "PASS" if (value <= limit if at_most else value >= limit) else "MISS"
+
+    def over(a: Optional[float], b: Optional[float]) -> Optional[float]:
+        return a / b if a is not None and b else None
+
+    hello = _p50(results, "hello", "server")
+    hello_floor = _p50(results, "hello", "floor")
+    pandas_key = "pandas"
+    pandas = _p50(results, "pandas", "server")
+    if pandas is None and _p50(results, "pandas_undeclared", "server") is not None:
+        pandas_key, pandas = "pandas_undeclared", _p50(results, "pandas_undeclared", "server")
+    pandas_floor = _p50(results, "pandas", "floor")
+    out_srv, out_bwrap = _p50(results, "output1mb", "server"), _p50(results, "output1mb", "bwrap")
+    exc = _p50(results, "exception", "server")
+    tp4 = _get(results, "throughput", "4", "server", "runs_per_s")
+    allowed = floor_throughput_allowed(results)
+    cpu = _get(results, "sequential", "hello", "systems", "floor", "cpu_ms_per_run")
+    rss_kb = _get(results, "memory", "idle", "total_rss_kb")
+    rss = rss_kb / MIB_KB if rss_kb is not None else None
+
+    def ms(v):
+        return f"{v:.2f} ms" if v is not None else "—"
+
+    values = {
+        "hello_floor": (over(hello, hello_floor),
+                        f"server {ms(hello)} ÷ floor {ms(hello_floor)}"),
+        "pandas_floor": (over(pandas, pandas_floor),
+                         f"server {ms(pandas)}{' (dependencies not declared)' if pandas_key != 'pandas' else ''}"
+                         f" ÷ floor {ms(pandas_floor)}"),
+        "output_vs_bwrap": (over(out_bwrap, out_srv),
+                            f"bwrap+python {ms(out_bwrap)} ÷ server {ms(out_srv)}"),
+        "exception_vs_hello": (over(exc, hello), f"exception {ms(exc)} ÷ hello {ms(hello)}"),
+        "throughput4_floor": (over(tp4, allowed),
+                              (f"{tp4:.0f} runs/s" if tp4 else "—") + " ÷ "
+                              + (f"{allowed:.0f} runs/s ({_get(results, 'machine', 'cores')} cores ÷ "
+                                 f"{cpu:.2f} ms floor CPU per run)" if allowed else "— (floor CPU unknown)")),
+        "idle_rss_40": (rss, f"{rss:.1f} MiB" if rss is not None else "—"),
+    }
+    out = []
+    for key, what, limit, at_most in FLOOR_TARGETS:
+        value, detail = values[key]
+        if key == "idle_rss_40":
+            shown = detail
+        elif key == "throughput4_floor":
+            shown = f"{value * 100:.0f}% = {detail}" if value is not None else detail
+        else:
+            shown = f"{value:.2f}× = {detail}" if value is not None else detail
+        out.append({"key": key, "what": what, "value": value, "measured": shown,
+                    "status": judged(value, limit, at_most)})
+    return out
+
+
+def page_touch_text(pt: Optional[dict]) -> str:
+    if not pt:
+        return "not measured"
+    if pt.get("error"):
+        return f"not measured ({pt['error']})"
+    return (f"per 4 KiB page: fresh anonymous page {pt['fresh_page_us']:.2f} µs, copy-on-write fault "
+            f"after fork {pt['cow_fault_us']:.2f} µs, first read after fork "
+            f"{pt['first_read_after_fork_us']:.2f} µs (again {pt['read_again_us']:.3f} µs); "
+            f"fork of a process holding {pt['pages'] * pt['page_size'] >> 20} MiB {pt['fork_us']:.0f} µs")
+
+
+def _floor_section(results: dict) -> list[str]:
+    fl = results.get("floor") or {}
+    lines = ["## Against the floor (same session)", ""]
+    if fl.get("skipped"):
+        return lines + [f"Not measured: {fl['skipped']}.", ""]
+    lines.append(f"The floor: `mpes-bench-floor` embeds the server's interpreter ({fl.get('python')}) "
+                 "as the zygote does, in the zygote's bubblewrap sandbox, and per run clones one "
+                 "child into the run's namespaces (user, pid, mount, ipc, uts, cgroup"
+                 + (", net" if fl.get("network") == "off" else "")
+                 + ") with its tmpfs mounts and /proc, runs the code with stdout to a pipe read to "
+                 "EOF, and reaps it: no protocol, no second process, no identity change, limits or "
+                 "seccomp. Workloads other than pandas are compared with the hello floor.")
+    lines += ["", "| workload | server p50 ms | floor | floor p50 ms | server ÷ floor | "
+                  "bwrap+python p50 ms | bwrap+python ÷ server |", "|---|---:|---|---:|---:|---:|---:|"]
+    for wkey, w in results.get("sequential", {}).items():
+        srv = _p50(results, wkey, "server")
+        if srv is None:
+            continue
+        fkey = floor_of(wkey)
+        fp50 = _floor_p50(results, wkey)
+        bw = _p50(results, wkey, "bwrap")
+        lines.append(f"| {w['title']} | {_ms(srv)} | {fkey} | {_ms(fp50)} | "
+                     f"{f'{srv / fp50:.2f}×' if fp50 else '—'} | {_ms(bw)} | "
+                     f"{f'{bw / srv:.1f}×' if bw else '—'} |")
+    lines.append("")
+    for fkey in ("hello", "pandas"):
+        f = _get(results, "sequential", fkey, "systems", "floor")
+        if f and f.get("cpu_ms_per_run") is not None:
+            lines.append(f"- {f.get('title', fkey)}: {f['cpu_ms_per_run']:.2f} ms of CPU and "
+                         f"{f['page_faults_per_run']:.0f} page faults per run (the floor process and "
+                         f"its runs, {f['runs']} runs).")
+    allowed = floor_throughput_allowed(results)
+    if allowed:
+        tp = [f"{n} in flight {_get(per, 'server', 'runs_per_s'):.0f} runs/s"
+              for n, per in results.get("throughput", {}).items() if _get(per, "server", "runs_per_s")]
+        lines.append(f"- At the hello floor's CPU per run, {_get(results, 'machine', 'cores')} cores allow "
+                     f"{allowed:.0f} runs/s; the server: {', '.join(tp) or 'not measured'}.")
+    lines.append(f"- Memory here, {page_touch_text(results.get('page_touch'))}.")
+    srv_py = _get(results, "server", "run", "python_version")
+    for fkey in ("hello", "pandas"):
+        fpy = _get(results, "sequential", fkey, "systems", "floor", "python_version")
+        if srv_py and fpy and srv_py != fpy:
+            lines.append(f"- WARNING: the {fkey} floor ran Python {fpy}, the server's runs {srv_py}.")
+    lines.append("")
+    lines += ["Targets (issue 19; ratios within this run, never a pass/fail of the harness):", ""]
+    for t in results.get("floor_targets", []):
+        lines.append(f"- **{t['status']}** {t['what']}: {t['measured']}")
+    lines.append("")
+    return lines
 
 
 # ---- Markdown ------------------------------------------------------------------------------
@@ -100,6 +259,8 @@ def _mib(kb: Optional[float]) -> str:
 def _system_title(results: dict, key: str) -> str:
     if key == "server":
         return "**this server**"
+    if key == "floor":
+        return FLOOR_TITLE
     for b in results.get("baselines", []):
         if b["key"] == key:
             return b["title"]
@@ -150,6 +311,8 @@ def to_markdown(results: dict) -> str:
     for t in results.get("targets", []):
         lines.append(f"| {t['what']} | {t['target']} | {t['measured']} | {t['status']} |")
     lines.append("")
+
+    lines += _floor_section(results)
 
     lines += ["## Latency per call (ms)", "",
               "| workload | system | n | p50 | p90 | p99 | mean | min | max | p50 ÷ server p50 "
@@ -214,6 +377,7 @@ def to_markdown(results: dict) -> str:
         lines.append("")
 
     lines += _http_section(results)
+    lines += session_runs.section(results, _ms)
 
     mem = results.get("memory") or {}
     if mem:
@@ -290,8 +454,10 @@ def to_readme_table(results: dict) -> str:
     """The compact table for the README's performance section: p50 per workload and system."""
     m = results["machine"]
     run = _get(results, "server", "run") or {}
+    has_floor = any(_get(w, "systems", "floor", "latency_ms") for w in results.get("sequential", {}).values())
     shown = [k for k in SYSTEM_ORDER
-             if k == "server" or any(b["key"] == k and b["available"] for b in results.get("baselines", []))]
+             if k == "server" or (k == "floor" and has_floor)
+             or any(b["key"] == k and b["available"] for b in results.get("baselines", []))]
     head = "| workload (p50) | " + " | ".join(_system_title(results, k) for k in shown) + " | speed-up vs bwrap+python |"
     lines = [f"Measured with `bench/run.sh` on {machine_line(m)}; server sandbox "
              f"{run.get('sandbox', 'unknown')}, Python {run.get('python_version', 'unknown')}, "
@@ -306,6 +472,10 @@ def to_readme_table(results: dict) -> str:
         ours, base = _p50(results, wkey, "server"), _p50(results, wkey, "bwrap")
         speed = f"{base / ours:.1f}×" if ours and base else "—"
         lines.append(f"| {w['title']} | " + " | ".join(cells) + f" | {speed} |")
+        firsts = [_get(w["systems"].get(k) or {}, "first_call_ms") for k in shown]
+        if any(v is not None for v in firsts):
+            lines.append(f"| {w['title']}, first call | "
+                         + " | ".join(f"{_ms(v)} ms" if v is not None else "—" for v in firsts) + " | — |")
     for n, per in results.get("throughput", {}).items():
         cells = []
         for k in shown:
@@ -340,6 +510,11 @@ def to_readme_table(results: dict) -> str:
     lines += ["", "| target | goal | measured | |", "|---|---|---|---|"]
     for t in results.get("targets", []):
         lines.append(f"| {t['what']} | {t['target']} | {t['measured']} | {t['status']} |")
+    if results.get("floor_targets"):
+        lines += ["", "| floor target (ratio in this run) | measured | |", "|---|---|---|"]
+        for t in results["floor_targets"]:
+            lines.append(f"| {t['what']} | {t['measured']} | {t['status']} |")
+        lines += ["", f"Memory here, {page_touch_text(results.get('page_touch'))}."]
     return "\n".join(lines)
 
 
@@ -367,6 +542,9 @@ def collect_errors(results: dict) -> list[str]:
     c = _get(results, "memory", "concurrent")
     if c and c.get("first_error"):
         out.append(f"memory (concurrent sleeps): {_oneline(c['first_error'])}")
+    pt = results.get("page_touch")
+    if pt and pt.get("error"):
+        out.append(f"page touch: {_oneline(pt['error'])}")
     env = _get(results, "server", "check_environment")
     if env and env.get("error"):
         out.append(f"check_environment: {_oneline(env['error'])}")
@@ -403,7 +581,8 @@ def write_chart(results: dict, path: str) -> Optional[str]:
     rows = (n_panels + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(12, 2.6 * rows), squeeze=False)
     flat = [ax for row in axes for ax in row]
-    colours = {"server": "#1b7837", "bwrap": "#b2182b", "python": "#2166ac", "uv": "#762a83"}
+    colours = {"server": "#1b7837", "server_docker": "#5aae61", "floor": "#808080", "pyserver": "#e08214",
+               "bwrap": "#b2182b", "python": "#2166ac", "uv": "#762a83", "docker": "#35978f"}
     for ax, (title, systems) in zip(flat, panels):
         data, labels, cols_used, failed = [], [], [], []
         for skey in SYSTEM_ORDER:
@@ -471,3 +650,7 @@ def print_summary(results: dict, printer) -> None:
     printer("targets (informational; the harness never fails on them):")
     for t in results.get("targets", []):
         printer(f"  {t['what']:<50} goal {t['target']:<14} measured {t['measured']:<14} {t['status']}")
+    if results.get("floor_targets"):
+        printer("floor targets (issue 19, ratios in this run; informational):")
+        for t in results["floor_targets"]:
+            printer(f"  {t['status']:<4} {t['what']}: {t['measured']}")

@@ -34,6 +34,16 @@ class BaselinesTest(unittest.TestCase):
         self.assertEqual(argv[-2:], [bl.PYTHON, self.files.path_for(HELLO)])
         self.assertIsNone(bl.run_once(b, HELLO, self.files).error)
 
+    def test_docker_is_a_container_per_call_or_says_why_not(self):
+        b = self.found["docker"]
+        if not b.available:
+            self.assertTrue(b.unavailable_reason)
+            self.skipTest(b.unavailable_reason)
+        argv = b.argv(HELLO, self.files.path_for(HELLO))
+        self.assertEqual(argv[1:3], ["run", "--rm"])
+        self.assertEqual(argv[-3:], [bl.DOCKER_IMAGE, bl.PYTHON, "/work/script.py"])
+        self.assertIsNone(bl.run_once(b, HELLO, self.files).error)
+
     def test_a_run_is_checked_like_a_server_run(self):
         self.assertIsNone(bl.run_once(self.python, HELLO, self.files).error)
         self.assertIsNone(bl.run_once(self.python, EXCEPTION, self.files).error)

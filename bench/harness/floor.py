@@ -1,0 +1,247 @@
+"""The floor: what a sandboxed run costs at the least on this machine, measured in the same session.
+
+`mpes-bench-floor` (bench/floor/, built next to the server) embeds the server's interpreter as the
+zygote does, inside the zygote's own bubblewrap sandbox, and per run clones one child into the
+run's namespaces with its tmpfs mounts and /proc, runs the code, reads its stdout to EOF and reaps
+it. Nothing else: no protocol, no second process, no identity change, no limits, no seccomp. The
+server's workloads are reported as ratios to it, so that two machines whose memory costs differ
+tenfold can be compared; `--page-touch` says what memory costs here.
+
+One long-lived floor process per workload takes batches of runs on request (a line "N" on its
+stdin, one JSON line back), so that the floor is measured in slices between the server's and the
+baselines' calls, under the same load.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import selectors
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from harness.stats import summarize_ns
+from harness.workloads import PANDAS
+
+BINARY = "mpes-bench-floor"
+
+
+@dataclass(frozen=True)
+class FloorWorkload:
+    key: str        # the server workload it is the floor of
+    title: str
+    code: str
+    expect: str     # a substring its stdout must hold
+    preload: str = ""  # comma-separated modules imported before the runs
+
+
+HELLO_FLOOR = FloorWorkload(key="hello", title="floor: print(sum(range(1000)))",
+                            code="print(sum(range(1000)))\n", expect="499500")
+# The server's pandas script, with numpy and pandas imported (and gc-frozen) beforehand, as the
+# server's environment zygote has them.
+PANDAS_FLOOR = FloorWorkload(key="pandas", title="floor: numpy + pandas, imported beforehand",
+                             code=PANDAS.script, expect=PANDAS.expect_stdout[0], preload="numpy,pandas")
+
+FLOORS = {f.key: f for f in (HELLO_FLOOR, PANDAS_FLOOR)}
+
+
+class FloorError(Exception):
+    """The floor program could not start or answer."""
+
+
+def find_binary(server_path: str, explicit: Optional[str] = None) -> tuple[Optional[str], str]:
+    """The floor program (explicit, or next to the server); else None and why."""
+    path = explicit or os.path.join(os.path.dirname(os.path.abspath(server_path)), BINARY)
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return path, ""
+    how = "" if explicit else " (it is built with the server: scripts/build.sh)"
+    return None, f"no floor program at {path}{how}"
+
+
+def interpreter_of(check_environment: dict) -> tuple[str, str]:
+    """The interpreter and network setting the server's runs use, from its check_environment."""
+    engine = ((check_environment or {}).get("structured") or {}).get("engine") or {}
+    executable = (engine.get("interpreter") or {}).get("executable") or "/usr/bin/python3"
+    network = engine.get("network") if engine.get("network") in ("on", "off") else "on"
+    return executable, network
+
+
+class _Lines:
+    """Whole lines from a pipe, with a deadline per line."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buf = b""
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(fd, selectors.EVENT_READ)
+
+    def read(self, timeout: float) -> Optional[bytes]:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.sel.select(left):
+                raise FloorError(f"no answer from the floor program within {timeout:g} s")
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line
+
+    def close(self) -> None:
+        self.sel.close()
+
+
+class FloorProcess:
+    """One running floor program for one workload."""
+
+    def __init__(self, binary: str, python: str, workload: FloorWorkload, log_path: str,
+                 network: str = "on", env: Optional[dict] = None, start_timeout: float = 120.0):
+        self.workload = workload
+        self.log = open(log_path, "ab")
+        argv = [binary, "--python", python, "--preload", workload.preload, "--code", workload.code,
+                "--expect", workload.expect, "--network", network]
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self.log, env=env)
+        except OSError as e:
+            self.log.close()
+            raise FloorError(f"cannot start {binary}: {e}") from e
+        self.lines = _Lines(self.proc.stdout.fileno())
+        try:
+            hello = self._answer(start_timeout)
+        except FloorError:
+            self.close()
+            raise
+        self.python_version = hello.get("python")
+
+    def _answer(self, timeout: float) -> dict:
+        line = self.lines.read(timeout)
+        if line is None:
+            self.proc.wait(timeout=10)
+            raise FloorError(f"the floor program exited with status {self.proc.returncode} "
+                             f"(its stderr is in {self.log.name})")
+        try:
+            answer = json.loads(line)
+        except ValueError as e:
+            raise FloorError(f"the floor program wrote something that is not JSON: {line[:200]!r}") from e
+        if "error" in answer:
+            raise FloorError(f"floor: {answer['error']}")
+        return answer
+
+    def batch(self, runs: int, timeout: float) -> dict:
+        try:
+            self.proc.stdin.write(f"{runs}\n".encode())
+            self.proc.stdin.flush()
+        except OSError as e:
+            raise FloorError(f"the floor program is gone: {e}") from e
+        return self._answer(timeout)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """End of input: the floor program exits; killed if it has not within `timeout`."""
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        self.lines.close()
+        self.proc.stdout.close()
+        self.log.close()
+
+
+class FloorSeries:
+    """The floor's runs of one workload, taken in slices like the baselines' (same time budget)."""
+
+    def __init__(self, process: FloorProcess, target: int, budget_s: float = math.inf,
+                 min_runs: int = 3, run_timeout: float = 60.0):
+        self.process = process
+        self.target = target
+        self.budget_s = budget_s
+        self.min_runs = min_runs
+        self.run_timeout = run_timeout
+        self.samples: list[int] = []
+        self.errors = 0
+        self.first_error: Optional[str] = None
+        self.runs = 0
+        self.cpu_us = 0
+        self.minflt = 0
+        self.cut_short = False
+        self._measuring_s = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.cut_short or len(self.samples) >= self.target
+
+    def warm(self, runs: int = 3) -> None:
+        self.process.batch(runs, self.run_timeout * runs)
+
+    def measure(self, runs: int) -> None:
+        if runs <= 0 or self.done:
+            return
+        if self._measuring_s > self.budget_s and len(self.samples) >= self.min_runs:
+            self.cut_short = True
+            return
+        runs = min(runs, self.target - len(self.samples))
+        t0 = time.monotonic()
+        b = self.process.batch(runs, self.run_timeout * runs)
+        self._measuring_s += time.monotonic() - t0
+        self.add(b)
+
+    def add(self, b: dict) -> None:
+        self.samples.extend(b.get("samples_ns") or [])
+        self.runs += b.get("runs", 0)
+        self.errors += b.get("errors", 0)
+        if self.first_error is None and b.get("first_error"):
+            self.first_error = b["first_error"]
+        self.cpu_us += b.get("cpu_us", 0)
+        self.minflt += b.get("minflt_parent", 0) + b.get("minflt_children", 0)
+
+    def result(self) -> dict:
+        return {"latency_ms": summarize_ns(self.samples), "samples_ms": [s / 1e6 for s in self.samples],
+                "errors": self.errors, "first_error": self.first_error,
+                "cut_short_by_budget": self.cut_short, "runs": self.runs,
+                # This process and the children it reaped, per run: what the cores must spend.
+                "cpu_ms_per_run": self.cpu_us / 1e3 / self.runs if self.runs else None,
+                "page_faults_per_run": self.minflt / self.runs if self.runs else None,
+                "python_version": self.process.python_version}
+
+
+@dataclass
+class FloorSetup:
+    """How this session starts its floor programs."""
+    binary: str
+    python: str    # the server's interpreter
+    network: str   # the server's --network: the runs' namespaces follow it
+    log_dir: str
+    env: Optional[dict] = None
+
+    def start(self, workload: FloorWorkload) -> "FloorProcess":
+        return FloorProcess(self.binary, self.python, workload,
+                            os.path.join(self.log_dir, f"floor-{workload.key}.stderr.log"),
+                            self.network, self.env)
+
+
+def page_touch(binary: str, pages: int, repeat: int, timeout: float = 120.0) -> dict:
+    """What a fresh page, a copy-on-write fault and a first read after fork cost here (µs)."""
+    try:
+        out = subprocess.run([binary, "--page-touch", "--pages", str(pages), "--repeat", str(repeat)],
+                             capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": f"page-touch did not run: {e}"}
+    try:
+        answer = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": f"page-touch exited with status {out.returncode}: {out.stderr.strip()[:300]}"}
+    return answer
+
+
+def throughput_allowed(cpu_ms_per_run: Optional[float], cores: int) -> Optional[float]:
+    """Runs per second the cores could complete if every run cost what a floor run costs."""
+    if not cpu_ms_per_run or cpu_ms_per_run <= 0 or cores < 1:
+        return None
+    return cores * 1000.0 / cpu_ms_per_run

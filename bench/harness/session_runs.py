@@ -1,0 +1,137 @@
+"""Sessions on the server under test, over its stdio MCP connection: a step in a warm session
+(`x + 1`) against the protocol's own cost (`list_sessions`, answered without running anything),
+`reset_session`, `fork_session`, and the memory each snapshot of a pandas session adds."""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from harness.client import HarnessError, RequestTimeout, ServerExited, tool_outcome
+from harness.stats import summarize_ns
+
+# Steps taken to measure the memory per snapshot (each keeps one snapshot: --session-snapshots
+# must be at least this, which the default 8 is).
+SNAPSHOT_STEPS = 6
+# How long the session is left idle before each step of the "idle" row: an agent's next call
+# comes far later than this, and the step finds the session as it then does (its next process
+# forked and rehearsed ahead), where the step of the main row comes right after a rewind.
+IDLE_SECONDS = 0.02
+
+
+def _call(server, name: str, arguments: dict, timeout: float = 120.0) -> tuple[dict, int]:
+    resp = server.call_tool(name, arguments, timeout=timeout)
+    out = tool_outcome(resp)
+    if out["is_error"]:
+        raise HarnessError(f"{name} failed: {out['text'][:300]}")
+    return out, resp.latency_ns
+
+
+def _create(server, dependencies: list[str]) -> str:
+    out, _ = _call(server, "create_session", {"dependencies": dependencies}, timeout=600.0)
+    return (out["structured"] or {})["session_id"]
+
+
+def _memory_bytes(server, session_id: str) -> Optional[int]:
+    out, _ = _call(server, "list_sessions", {})
+    for s in (out["structured"] or {}).get("sessions", []):
+        if s.get("session_id") == session_id:
+            value = s.get("memory_bytes", -1)
+            return value if value >= 0 else None
+    return None
+
+
+def measure(session, warmup: int, iterations: int) -> dict:
+    """The session rows. Errors are reported in the result, never raised."""
+    server = session.server
+    out: dict = {}
+    try:
+        sid = _create(server, [])
+        _call(server, "execute_python", {"session_id": sid, "script": "x = 1"})
+        steps, protocol, resets, forks = [], [], [], []
+        for i in range(warmup + iterations):
+            o, step_ns = _call(server, "execute_python", {"session_id": sid, "script": "x + 1"})
+            if (o["structured"] or {}).get("return_value", {}).get("repr") != "2":
+                raise HarnessError(f"a step answered {o['text'][:200]}")
+            _, list_ns = _call(server, "list_sessions", {})
+            # Back to step 1 each time, so that the rewind always drops one step.
+            _, reset_ns = _call(server, "reset_session", {"session_id": sid, "step": 1})
+            f, fork_ns = _call(server, "fork_session", {"session_id": sid, "step": 1})
+            _call(server, "close_session", {"session_id": (f["structured"] or {})["session_id"]})
+            if i >= warmup:
+                steps.append(step_ns)
+                protocol.append(list_ns)
+                resets.append(reset_ns)
+                forks.append(fork_ns)
+        idle_steps = []
+        for i in range(warmup + iterations):
+            time.sleep(IDLE_SECONDS)
+            o, step_ns = _call(server, "execute_python", {"session_id": sid, "script": "x + 1"})
+            if (o["structured"] or {}).get("return_value", {}).get("repr") != "2":
+                raise HarnessError(f"a step answered {o['text'][:200]}")
+            _call(server, "reset_session", {"session_id": sid, "step": 1})
+            if i >= warmup:
+                idle_steps.append(step_ns)
+        _call(server, "close_session", {"session_id": sid})
+        out["step_ms"] = summarize_ns(steps)
+        out["idle_step_ms"] = summarize_ns(idle_steps)
+        out["protocol_ms"] = summarize_ns(protocol)
+        out["reset_ms"] = summarize_ns(resets)
+        out["fork_ms"] = summarize_ns(forks)
+        out["step_over_protocol_ms"] = out["step_ms"]["p50"] - out["protocol_ms"]["p50"]
+        out["idle_step_over_protocol_ms"] = out["idle_step_ms"]["p50"] - out["protocol_ms"]["p50"]
+    except (HarnessError, RequestTimeout, ServerExited, KeyError, TypeError) as e:
+        out["error"] = f"session latency: {e}"
+        return out
+    try:
+        sid = _create(server, ["pandas"])
+        _call(server, "execute_python", {
+            "session_id": sid,
+            "script": "import numpy as np, pandas as pd\n"
+                      "df = pd.DataFrame({'a': np.arange(10**6), 'b': np.arange(10**6) % 7})\nlen(df)"},
+            timeout=300.0)
+        before = _memory_bytes(server, sid)
+        for i in range(SNAPSHOT_STEPS):
+            _call(server, "execute_python", {"session_id": sid, "script": f"k = {i}\nint(df.b.sum())"})
+        after = _memory_bytes(server, sid)
+        _call(server, "close_session", {"session_id": sid})
+        if before is None or after is None:
+            out["snapshot_memory"] = {"skipped": "the session's memory is not measured on this host "
+                                                 "(no cgroup)"}
+        else:
+            out["snapshot_memory"] = {"steps": SNAPSHOT_STEPS, "before_bytes": before, "after_bytes": after,
+                                      "per_snapshot_kib": (after - before) / SNAPSHOT_STEPS / 1024}
+    except (HarnessError, RequestTimeout, ServerExited, KeyError, TypeError) as e:
+        out["snapshot_memory"] = {"error": f"pandas session: {e}"}
+    return out
+
+
+def section(results: dict, ms) -> list[str]:
+    """The report's lines for results["sessions"]."""
+    s = results.get("sessions")
+    if not s:
+        return []
+    lines = ["## Sessions (one stdio connection, one call at a time)", ""]
+    if s.get("error"):
+        return lines + [f"Not measured: {s['error']}", ""]
+    lines += ["| call | n | p50 ms | p90 ms | p99 ms |", "|---|---:|---:|---:|---:|"]
+    for key, title in (("protocol_ms", "`list_sessions` (the protocol's own cost)"),
+                       ("step_ms", "a step in a warm session (`x + 1`)"),
+                       ("idle_step_ms", f"the same step, the session idle {IDLE_SECONDS * 1000:.0f} ms before it"),
+                       ("reset_ms", "`reset_session` (one step back)"),
+                       ("fork_ms", "`fork_session`")):
+        v = s.get(key)
+        if v:
+            lines.append(f"| {title} | {v['n']} | {ms(v['p50'])} | {ms(v['p90'])} | {ms(v['p99'])} |")
+    idle = s.get("idle_step_over_protocol_ms")
+    lines += ["", f"A step costs {ms(s.get('step_over_protocol_ms'))} ms (p50) over the protocol's own cost "
+              "(target ≤ 0.5 ms)" + (f", {ms(idle)} ms when the session was idle before it" if idle is not None else "")
+              + "; a rewind or a fork, target ≤ 2 ms.", ""]
+    m = s.get("snapshot_memory") or {}
+    if m.get("per_snapshot_kib") is not None:
+        lines += [f"Memory per snapshot of a pandas session (a 10⁶-row DataFrame, {m['steps']} small steps): "
+                  f"{m['per_snapshot_kib']:.0f} KiB (the session's cgroup: "
+                  f"{m['before_bytes'] / 1048576:.1f} → {m['after_bytes'] / 1048576:.1f} MiB).", ""]
+    elif m:
+        lines += [f"Memory per snapshot: not measured ({m.get('skipped') or m.get('error')}).", ""]
+    return lines

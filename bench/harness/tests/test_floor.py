@@ -1,0 +1,275 @@
+import json
+import os
+import stat
+import tempfile
+import unittest
+
+from harness import floor as fl
+from harness import report
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+# A stand-in speaking the floor program's protocol: a ready line, then per "N" one batch whose
+# samples are N, N+1, ... ns; "boom" on the command line makes it refuse at start, "mute" exit
+# without a word, "hang" never answer a batch.
+FAKE = r'''#!/usr/bin/python3
+import json, sys, time
+args = sys.argv[1:]
+code = args[args.index("--code") + 1]
+if code == "boom":
+    print(json.dumps({"error": "cannot load libpython"}), flush=True)
+    sys.exit(1)
+if code == "mute":
+    sys.exit(3)
+print(json.dumps({"ready": True, "python": "3.11.2"}), flush=True)
+for line in sys.stdin:
+    n = int(line)
+    if code == "hang":
+        time.sleep(30)
+    errors = 1 if code == "flaky" else 0
+    print(json.dumps({"samples_ns": [n * 1000000 + i for i in range(n - errors)], "runs": n,
+                      "errors": errors, "first_error": "exit status 1" if errors else None,
+                      "cpu_us": 1500 * n, "minflt_parent": 2 * n, "minflt_children": 100 * n}),
+          flush=True)
+'''
+
+
+def _fake_binary(directory: str) -> str:
+    path = os.path.join(directory, "fake-floor")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(FAKE)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+    return path
+
+
+def _workload(code: str) -> fl.FloorWorkload:
+    return fl.FloorWorkload(key="hello", title="fake", code=code, expect="x")
+
+
+class FloorProtocolTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.binary = _fake_binary(self.tmp.name)
+        self.log = os.path.join(self.tmp.name, "floor.log")
+
+    def _start(self, code: str, **kw) -> fl.FloorProcess:
+        return fl.FloorProcess(self.binary, "/usr/bin/python3", _workload(code), self.log, **kw)
+
+    def test_batches_are_gathered_into_one_series(self):
+        proc = self._start("ok")
+        self.addCleanup(proc.close)
+        self.assertEqual(proc.python_version, "3.11.2")
+        series = fl.FloorSeries(proc, target=5)
+        series.warm(2)
+        series.measure(3)
+        series.measure(3)  # only 2 are still wanted
+        r = series.result()
+        self.assertEqual(r["latency_ms"]["n"], 5)
+        self.assertEqual(r["runs"], 5)
+        self.assertAlmostEqual(r["cpu_ms_per_run"], 1.5)
+        self.assertAlmostEqual(r["page_faults_per_run"], 102)
+        self.assertEqual(r["errors"], 0)
+        self.assertTrue(series.done)
+
+    def test_failed_runs_are_counted_with_the_first_reason(self):
+        proc = self._start("flaky")
+        self.addCleanup(proc.close)
+        series = fl.FloorSeries(proc, target=10)
+        series.measure(4)
+        r = series.result()
+        self.assertEqual(r["errors"], 1)
+        self.assertEqual(r["first_error"], "exit status 1")
+        self.assertEqual(r["latency_ms"]["n"], 3)
+
+    def test_a_refusal_at_start_says_why(self):
+        with self.assertRaisesRegex(fl.FloorError, "cannot load libpython"):
+            self._start("boom")
+
+    def test_an_exit_without_an_answer_points_at_its_log(self):
+        with self.assertRaisesRegex(fl.FloorError, "exited with status 3.*floor.log"):
+            self._start("mute")
+
+    def test_a_batch_that_never_answers_times_out(self):
+        proc = self._start("hang")
+        self.addCleanup(proc.close, timeout=0.2)
+        with self.assertRaisesRegex(fl.FloorError, "no answer"):
+            proc.batch(1, timeout=0.3)
+
+    def test_the_budget_stops_a_series_after_its_minimum(self):
+        proc = self._start("ok")
+        self.addCleanup(proc.close)
+        series = fl.FloorSeries(proc, target=100, budget_s=0.0, min_runs=3)
+        series.measure(3)
+        series.measure(3)
+        self.assertTrue(series.cut_short)
+        self.assertEqual(series.result()["runs"], 3)
+
+
+class HelpersTest(unittest.TestCase):
+    def test_the_binary_is_looked_for_next_to_the_server(self):
+        with tempfile.TemporaryDirectory() as d:
+            server = os.path.join(d, "mcp-python-exec-sandbox")
+            path, why = fl.find_binary(server)
+            self.assertIsNone(path)
+            self.assertIn(os.path.join(d, fl.BINARY), why)
+            floor = _fake_binary(d)
+            self.assertEqual(fl.find_binary(server, floor), (floor, ""))
+
+    def test_the_servers_interpreter_and_network_come_from_check_environment(self):
+        env = {"structured": {"engine": {"interpreter": {"executable": "/opt/py/bin/python3.12"},
+                                         "network": "off"}}}
+        self.assertEqual(fl.interpreter_of(env), ("/opt/py/bin/python3.12", "off"))
+        self.assertEqual(fl.interpreter_of({"error": "timed out"}), ("/usr/bin/python3", "on"))
+
+    def test_throughput_allowed_by_the_floors_cpu(self):
+        self.assertAlmostEqual(fl.throughput_allowed(2.0, 2), 1000.0)
+        self.assertIsNone(fl.throughput_allowed(None, 2))
+        self.assertIsNone(fl.throughput_allowed(0.0, 2))
+
+    def test_the_pandas_floor_runs_the_servers_pandas_script(self):
+        from harness.workloads import PANDAS
+        self.assertEqual(fl.PANDAS_FLOOR.code, PANDAS.script)
+        self.assertIn("pandas", fl.PANDAS_FLOOR.preload.split(","))
+        self.assertEqual(set(fl.FLOORS), {"hello", "pandas"})
+
+
+def _real_floor():
+    path = os.environ.get("MPES_BENCH_FLOOR") or os.path.join(REPO_ROOT, "build", fl.BINARY)
+    return path if os.access(path, os.X_OK) else None
+
+
+@unittest.skipUnless(_real_floor(), "mpes-bench-floor is not built (scripts/build.sh)")
+class RealFloorTest(unittest.TestCase):
+    """The built floor program, in the zygote's sandbox: runs really happen and are checked."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.setup = fl.FloorSetup(_real_floor(), "/usr/bin/python3", "on", self.tmp.name)
+
+    def test_hello_runs_in_a_fresh_pid_namespace_as_the_runs_user(self):
+        w = fl.FloorWorkload(key="hello", title="probe",
+                             code="import os\nprint('pid', os.getpid(), 'uid', os.getuid(), os.getcwd())\n",
+                             expect="pid 1 uid 1000 /home/sandbox")
+        proc = self.setup.start(w)
+        self.addCleanup(proc.close)
+        b = proc.batch(2, timeout=60)
+        self.assertEqual((b["errors"], len(b["samples_ns"])), (0, 2), b.get("first_error"))
+        self.assertGreater(b["cpu_us"], 0)
+
+    def test_output_that_lacks_the_expected_text_is_an_error(self):
+        proc = self.setup.start(fl.FloorWorkload(key="hello", title="wrong", code="print(1)\n",
+                                                 expect="499500"))
+        self.addCleanup(proc.close)
+        b = proc.batch(1, timeout=60)
+        self.assertEqual(b["errors"], 1)
+        self.assertIn("lacks 499500", b["first_error"])
+
+    def test_page_touch_reports_positive_costs(self):
+        pt = fl.page_touch(self.setup.binary, pages=64, repeat=1)
+        for key in ("fresh_page_us", "cow_fault_us", "first_read_after_fork_us", "read_again_us", "fork_us"):
+            self.assertGreater(pt[key], 0, key)
+        self.assertEqual(pt["pages"], 64)
+
+
+def _lat(p50):
+    return {"n": 5, "p50": p50, "p90": p50, "p99": p50, "mean": p50, "min": p50, "max": p50}
+
+
+def _results(**over):
+    seq = {
+        "hello": {"title": "print('hello')", "systems": {
+            "server": {"latency_ms": _lat(2.6)},
+            "floor": {"latency_ms": _lat(2.0), "cpu_ms_per_run": 4.0, "page_faults_per_run": 180.0,
+                      "runs": 10, "title": "floor: hello", "python_version": "3.11.2"},
+            "bwrap": {"latency_ms": _lat(25.0)}}},
+        "pandas": {"title": "numpy + pandas", "systems": {
+            "server": {"latency_ms": _lat(9.0)},
+            "floor": {"latency_ms": _lat(6.0), "cpu_ms_per_run": 8.0, "page_faults_per_run": 900.0,
+                      "runs": 10, "title": "floor: pandas", "python_version": "3.11.2"},
+            "bwrap": {"latency_ms": _lat(500.0)}}},
+        "output1mb": {"title": "1 MiB of output", "systems": {
+            "server": {"latency_ms": _lat(20.0)}, "bwrap": {"latency_ms": _lat(41.0)}}},
+        "exception": {"title": "exception + traceback", "systems": {
+            "server": {"latency_ms": _lat(3.0)}, "bwrap": {"latency_ms": _lat(26.0)}}},
+    }
+    r = {"machine": {"cores": 2, "cpu_model": "CPU", "os": "Debian", "kernel": "6"},
+         "server": {"run": {"python_version": "3.11.2"}},
+         "sequential": seq,
+         "throughput": {"4": {"server": {"runs_per_s": 300.0}}},
+         "memory": {"idle": {"total_rss_kb": 50 * 1024, "total_pss_kb": 40 * 1024, "count": 2,
+                             "processes": []}},
+         "floor": {"binary": "/b/mpes-bench-floor", "python": "/usr/bin/python3", "network": "on"},
+         "page_touch": {"page_size": 4096, "pages": 4096, "repeat": 3, "fresh_page_us": 0.4,
+                        "cow_fault_us": 0.9, "write_again_us": 0.01, "first_read_after_fork_us": 0.05,
+                        "read_again_us": 0.004, "fork_us": 300.0}}
+    r.update(over)
+    return r
+
+
+class FloorReportTest(unittest.TestCase):
+    def test_each_floor_target_is_judged_as_a_ratio_of_this_run(self):
+        t = {x["key"]: x for x in report.evaluate_floor_targets(_results())}
+        self.assertEqual(t["hello_floor"]["status"], "PASS")       # 2.6 / 2.0 = 1.30
+        self.assertIn("1.30×", t["hello_floor"]["measured"])
+        self.assertEqual(t["pandas_floor"]["status"], "MISS")      # 9 / 6 = 1.5
+        self.assertEqual(t["output_vs_bwrap"]["status"], "PASS")   # 41 / 20 = 2.05
+        self.assertEqual(t["exception_vs_hello"]["status"], "PASS")  # 3 / 2.6 = 1.15
+        # 2 cores / 4 ms = 500 runs/s allowed; 300 is 60%.
+        self.assertEqual(t["throughput4_floor"]["status"], "MISS")
+        self.assertIn("60%", t["throughput4_floor"]["measured"])
+        self.assertIn("500 runs/s", t["throughput4_floor"]["measured"])
+        self.assertEqual(t["idle_rss_40"]["status"], "MISS")
+
+    def test_targets_without_a_floor_are_not_judged(self):
+        r = _results()
+        del r["sequential"]["hello"]["systems"]["floor"]
+        t = {x["key"]: x for x in report.evaluate_floor_targets(r)}
+        self.assertEqual(t["hello_floor"]["status"], "n/a")
+        self.assertEqual(t["throughput4_floor"]["status"], "n/a")
+        self.assertEqual(t["exception_vs_hello"]["status"], "PASS")
+
+    def test_the_pandas_target_falls_back_to_the_undeclared_form(self):
+        r = _results()
+        r["sequential"]["pandas"]["systems"]["server"] = {"latency_ms": None, "errors": 3}
+        r["sequential"]["pandas_undeclared"] = {"title": "undeclared", "systems": {
+            "server": {"latency_ms": _lat(7.0)}}}
+        t = {x["key"]: x for x in report.evaluate_floor_targets(r)}
+        self.assertEqual(t["pandas_floor"]["status"], "PASS")  # 7 / 6 = 1.17
+        self.assertIn("not declared", t["pandas_floor"]["measured"])
+
+    def test_markdown_shows_ratios_cpu_page_touch_and_pass_miss_lines(self):
+        r = _results()
+        r["floor_targets"] = report.evaluate_floor_targets(r)
+        md = report.to_markdown(dict(r, quick=True, started_at="now", iterations={}, baselines=[],
+                                     targets=[]))
+        self.assertIn("## Against the floor (same session)", md)
+        self.assertIn("| print('hello') | 2.60 | hello | 2.00 | 1.30× | 25.0 | 9.6× |", md)
+        self.assertIn("| numpy + pandas | 9.00 | pandas | 6.00 | 1.50× |", md)
+        self.assertIn("| 1 MiB of output | 20.0 | hello | 2.00 | 10.00× | 41.0 | 2.0× |", md)
+        self.assertIn("4.00 ms of CPU and 180 page faults per run", md)
+        self.assertIn("2 cores allow 500 runs/s", md)
+        self.assertIn("copy-on-write fault after fork 0.90 µs", md)
+        self.assertIn("- **PASS** hello p50 ≤ 1.3× its floor", md)
+        self.assertIn("- **MISS** numpy + pandas p50 ≤ 1.3× its floor", md)
+        self.assertIn("| print('hello') | " + report.FLOOR_TITLE + " | 5 | 2.00 |", md)
+
+    def test_a_skipped_floor_says_why(self):
+        md = report.to_markdown(_results(floor={"skipped": "no floor program at /x"}, quick=True,
+                                         started_at="now", iterations={}, baselines=[], targets=[]))
+        self.assertIn("Not measured: no floor program at /x.", md)
+
+    def test_the_readme_table_has_a_floor_column_and_the_floor_targets(self):
+        r = _results(baselines=[{"key": "bwrap", "title": "bwrap+python (per call)", "available": True}],
+                     started_at="now", targets=[])
+        r["floor_targets"] = report.evaluate_floor_targets(r)
+        table = report.to_readme_table(r)
+        self.assertIn(f"| workload (p50) | **this server** | {report.FLOOR_TITLE} | bwrap+python (per call) |",
+                      table)
+        self.assertIn("| hello p50 ≤ 1.3× its floor | 1.30× = server 2.60 ms ÷ floor 2.00 ms | PASS |", table)
+        json.dumps(r)  # the results stay serialisable
+
+
+if __name__ == "__main__":
+    unittest.main()
