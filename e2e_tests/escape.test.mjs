@@ -6,15 +6,25 @@
 // PROBE line from a run whose structuredContent says it ran sandboxed.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { connect, serverPath, textOf } from './lib/client.mjs';
+import { backend, connect, serverPath, textOf } from './lib/client.mjs';
+import { startAbstractListener } from './lib/abstract_socket.mjs';
 
 const HOST_PYTHON = '/usr/bin/python3';
+// On the docker backend (MPES_SANDBOX_BACKEND=docker) every attack runs the same, inside the
+// zygote's container. The checks the container itself makes impossible, whose controls are
+// therefore adapted there:
+//  - the host's loopback is out of reach even with --network on (the container has a network
+//    namespace of its own, docker's bridge): the --network on control checks that the run has
+//    the bridge's interface instead of reaching a host listener;
+//  - the zygote is not a descendant of the server (docker's daemon starts it): the pid namespace
+//    control looks at the server's containers' processes instead.
+const DOCKER = backend === 'docker';
 const rand = () => crypto.randomBytes(6).toString('hex');
 const isRoot = process.getuid() === 0;
 // Limits small enough to hit quickly, stated here so the tests can check the numbers.
@@ -84,7 +94,7 @@ async function inside(client, body, { timeout = 60, expectProbe = true } = {}) {
   const sc = result.structuredContent ?? {};
   const text = textOf(result);
   assert.notEqual(result.isError, true, `the run failed as a service error: ${text}`);
-  assert.equal(sc.sandbox, 'native', `the run was not sandboxed natively: ${text}`);
+  assert.equal(sc.sandbox, backend, `the run was not sandboxed (${backend}): ${text}`);
   const probe = parseProbe(sc.stdout);
   if (expectProbe) assert.ok(probe, `the probe did not report (did it start?):\n${text}`);
   return { probe, sc, text };
@@ -126,6 +136,19 @@ function hostProcessesWith(tag) {
 }
 
 // Every live descendant of `root` on the host.
+// Docker backend: the processes of the server's zygote containers (named mpes-<server pid>-N).
+function containerPidsOf(serverPid) {
+  if (!DOCKER) return [];
+  const names = execFileSync('docker', ['ps', '--filter', `name=^mpes-${serverPid}-`, '--format', '{{.Names}}'],
+    { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+  const pids = [];
+  for (const name of names) {
+    const pid = Number(execFileSync('docker', ['inspect', '--format', '{{.State.Pid}}', name], { encoding: 'utf8' }).trim());
+    if (pid > 0) pids.push(pid, ...descendantsOf(pid));
+  }
+  return pids;
+}
+
 function descendantsOf(root) {
   const children = new Map();
   for (const entry of fs.readdirSync('/proc')) {
@@ -341,11 +364,18 @@ report(marker=marker, server=server, count=len(seen) + 1, pidns=os.readlink('/pr
     assert.equal(p.signal_server.ok, false);
     // Its own pid namespace: just the run's init and the script.
     assert.ok(p.count <= 3, `the run sees ${p.count} processes`);
-    // Not the pid namespace of the host, nor of the zygote or anything else the server runs
-    // (the run's own processes are gone by now).
-    const namespaces = new Set([fs.readlinkSync('/proc/self/ns/pid')]);
-    for (const pid of descendantsOf(serverPid)) {
-      try { namespaces.add(fs.readlinkSync(`/proc/${pid}/ns/pid`)); } catch { /* exited */ }
+    // Not the pid namespace of the host, nor of the zygote or anything else the server runs.
+    // The answer comes from the init's record of the script's end, so the run's own init may
+    // still be tearing its namespace down for a moment: that namespace must be gone within 2 s
+    // (the zygote's, or any other process's, would stay).
+    let namespaces;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      namespaces = new Set([fs.readlinkSync('/proc/self/ns/pid')]);
+      for (const pid of [...descendantsOf(serverPid), ...containerPidsOf(serverPid)]) {
+        try { namespaces.add(fs.readlinkSync(`/proc/${pid}/ns/pid`)); } catch { /* exited */ }
+      }
+      if (!namespaces.has(p.pidns)) break;
+      await new Promise((r) => setTimeout(r, 100));
     }
     assert.ok(namespaces.size >= 2, 'control: the zygote runs in a pid namespace of its own');
     assert.ok(!namespaces.has(p.pidns), `the run shares a pid namespace (${p.pidns})`);
@@ -732,7 +762,9 @@ report(loopback=attempt(host_loopback), egress=attempt(egress),
     const on = await connect([...LIMIT_FLAGS, '--network', 'on']);
     try {
       const { probe: p } = await inside(on.client, probe());
-      assert.equal(p.loopback.value, 'hello from the host\n', 'control: network on reaches the host');
+      // Docker's bridge, pasta's interface (root) or the host's (unprivileged): more than lo.
+      // What --network on reaches is checked in 'escape suite: --network on' below.
+      assert.ok(p.interfaces.length > 1, 'control: network on gives the run an interface beyond lo');
     } finally {
       await on.client.close();
     }
@@ -747,6 +779,167 @@ report(loopback=attempt(host_loopback), egress=attempt(egress),
     } finally {
       await off.client.close();
     }
+  });
+});
+
+// --network on, native backend. As root with pasta installed, each zygote has a network namespace
+// of its own behind pasta: a run reaches the internet but not the host's loopback services, its
+// abstract unix sockets, its socket table or metadata addresses. Unprivileged (or without pasta)
+// runs share the host's network, and check_environment must say so (and be right).
+const PASTA = (process.env.PATH ?? '/usr/bin:/bin').split(':').some((d) => d && fs.existsSync(path.join(d, 'pasta')));
+const USER_MODE = isRoot && PASTA;
+
+
+describe('escape suite: --network on', { skip: DOCKER && 'the docker backend has a network of its own (docker bridge)', timeout: 300000 }, () => {
+  let listener;
+  let port;
+  let abstractServer;
+  const abstractName = `mpes-escape-${process.pid}-${rand()}`;
+  let conn;
+
+  before(async () => {
+    listener = net.createServer((socket) => socket.end('hello from the host\n'));
+    await new Promise((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    port = listener.address().port;
+    abstractServer = await startAbstractListener(HOST_PYTHON, abstractName);
+    conn = await connect([...LIMIT_FLAGS, '--network', 'on']);
+  });
+
+  after(async () => {
+    await conn?.client.close();
+    listener?.close();
+    abstractServer?.kill('SIGKILL');
+  });
+
+  const probe = () => `
+import socket
+def host_loopback():
+    s = socket.create_connection(('127.0.0.1', ${port}), timeout=3)
+    data = s.recv(100).decode()
+    s.close()
+    return data
+def host_abstract():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(3)
+    s.connect(b'\\0' + ${JSON.stringify(abstractName)}.encode())
+    data = s.recv(100).decode()
+    s.close()
+    return data
+def tcp_table():
+    with open('/proc/net/tcp') as f:
+        return ':%04X ' % ${port} in f.read()
+def metadata():
+    socket.create_connection(('169.254.169.254', 80), timeout=3).close()
+    return True
+def internet():
+    socket.create_connection(('pypi.org', 443), timeout=15).close()
+    return True
+report(loopback=attempt(host_loopback), abstract=attempt(host_abstract), tcp_table=tcp_table(),
+       metadata=attempt(metadata), internet=attempt(internet),
+       interfaces=[n for _, n in socket.if_nameindex()])
+`;
+
+  async function isolation() {
+    const result = await conn.client.callTool({ name: 'check_environment', arguments: {} });
+    const line = textOf(result).split('\n').find((l) => l.startsWith('Network isolation: '));
+    assert.ok(line, textOf(result));
+    assert.equal(result.structuredContent?.engine?.network_isolation, line.slice('Network isolation: '.length));
+    return line;
+  }
+
+  test('controls: outside, the probe reaches the host listener, abstract socket and socket table', async () => {
+    const p = await outside(probe());
+    assert.equal(p.loopback.value, 'hello from the host\n');
+    assert.equal(p.abstract.value, 'host abstract\n');
+    assert.equal(p.tcp_table, true);
+  });
+
+  test('as root with pasta: the internet, but not the host loopback, abstract sockets, socket table or metadata',
+    { skip: !USER_MODE && 'a user-mode network needs the server to run as root with pasta installed' }, async () => {
+      assert.match(await isolation(), /^Network isolation: user-mode \(pasta\)/);
+      const { probe: p, text } = await inside(conn.client, probe(), { timeout: 40 });
+      assert.equal(p.loopback.ok, false, `reached the host loopback: ${text}`);
+      assert.equal(p.abstract.ok, false, `reached a host abstract socket: ${text}`);
+      assert.equal(p.tcp_table, false, `the host's listening socket is in /proc/net/tcp: ${text}`);
+      assert.equal(p.metadata.ok, false, `reached a metadata address: ${text}`);
+      assert.equal(p.internet.ok, true, `the internet is not reachable: ${text}`);
+      assert.ok(p.interfaces.length > 1, 'pasta\'s interface beyond lo');
+      // The zygote says it is in its own namespace.
+      const env = await conn.client.callTool({ name: 'check_environment', arguments: {} });
+      const zygotes = env.structuredContent?.engine?.zygotes ?? [];
+      assert.ok(zygotes.length > 0 && zygotes.every((z) => z.network === 'own namespace (pasta)'), JSON.stringify(zygotes));
+      await assertHealthy(conn.client);
+    });
+
+  test('without a user-mode network the host network is reported, and it is the truth',
+    { skip: USER_MODE && 'the server runs as root with pasta: runs have a user-mode network' }, async () => {
+      const line = await isolation();
+      assert.match(line, /^Network isolation: host network: /);
+      assert.match(line, isRoot ? /pasta was not found/ : /needs the server to run as root/);
+      const { probe: p, text } = await inside(conn.client, probe(), { timeout: 40 });
+      assert.equal(p.loopback.value, 'hello from the host\n', text);
+      assert.equal(p.tcp_table, true, text);
+    });
+
+  test('a pasta that fails to start leaves its zygote on the host network, and says so',
+    { skip: !isRoot && 'a user-mode network is only tried when the server runs as root' }, async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-escape-pasta-'));
+      fs.writeFileSync(path.join(dir, 'pasta'), '#!/bin/sh\necho "simulated pasta failure" >&2\nexit 1\n', { mode: 0o755 });
+      const failing = await connect([...LIMIT_FLAGS, '--network', 'on'], { env: { PATH: `${dir}:${process.env.PATH}` } });
+      try {
+        const { probe: p, text } = await inside(failing.client, probe(), { timeout: 40 });
+        assert.equal(p.loopback.value, 'hello from the host\n', `the zygote is on the host network: ${text}`);
+        const env = await failing.client.callTool({ name: 'check_environment', arguments: {} });
+        const zygotes = env.structuredContent?.engine?.zygotes ?? [];
+        assert.ok(zygotes.length > 0 && zygotes.every((z) => /^host network: .*simulated pasta failure/s.test(z.network ?? '')),
+          JSON.stringify(zygotes));
+        assert.match(failing.stderr(), /zygote shares the host's network/);
+      } finally {
+        await failing.client.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+  test('two concurrent runs cannot reach each other over loopback or abstract sockets', {
+    todo: 'runs of one zygote share its network namespace (one pasta per zygote, not per run)',
+  }, async () => {
+    const tcpPort = 20000 + crypto.randomInt(30000);
+    const name = `mpes-escape-peer-${rand()}`;
+    const server = `
+import socket, time
+t = socket.socket(); t.bind(('127.0.0.1', ${tcpPort})); t.listen(4); t.settimeout(10)
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); u.bind(b'\\0${name}'); u.listen(4)
+try:
+    c, _ = t.accept(); c.sendall(b'peer'); c.close()
+except OSError:
+    pass
+report(served=True)
+`;
+    const client = `
+import socket, time
+def peer_tcp():
+    for _ in range(40):
+        try:
+            s = socket.create_connection(('127.0.0.1', ${tcpPort}), timeout=1); s.close(); return True
+        except OSError as e:
+            err = e
+            time.sleep(0.1)
+    raise err
+def peer_abstract():
+    for _ in range(40):
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(b'\\0${name}'); s.close(); return True
+        except OSError as e:
+            err = e
+            time.sleep(0.1)
+    raise err
+# The abstract socket first: the peer stops once its TCP listener is reached.
+abstract = attempt(peer_abstract)
+report(tcp=attempt(peer_tcp), abstract=abstract)
+`;
+    const [, b] = await Promise.all([inside(conn.client, server, { timeout: 30 }), inside(conn.client, client, { timeout: 30 })]);
+    assert.equal(b.probe.tcp.ok, false, b.text);
+    assert.equal(b.probe.abstract.ok, false, b.text);
   });
 });
 

@@ -113,6 +113,7 @@ std::vector<std::string> build_bwrap_argv(const BwrapSandbox& sandbox) {
   // could leave files there for the next. (Mounts on them, such as /tmp, keep their own flags.)
   if (sandbox.read_only_root) add({"--remount-ro", "/dev", "--remount-ro", "/"});
 
+  if (sandbox.seccomp_fd >= 0) add({"--seccomp", std::to_string(sandbox.seccomp_fd)});
   add({"--chdir", sandbox.chdir, "--"});
   argv.insert(argv.end(), sandbox.command.begin(), sandbox.command.end());
   return argv;

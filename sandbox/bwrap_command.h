@@ -46,6 +46,9 @@ struct BwrapSandbox {
   // next process of the same sandbox.
   bool read_only_root = true;
   std::string chdir = "/";
+  // A compiled seccomp program (sandbox/seccomp_filter.h's bpf()) that bwrap installs, with
+  // no_new_privs, as the last step before it executes `command` (-1: none).
+  int seccomp_fd = -1;
   std::vector<std::string> command;  // the program inside the sandbox, then its arguments
 };
 

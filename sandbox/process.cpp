@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -37,13 +38,18 @@ constexpr auto kExitGrace = std::chrono::milliseconds(200);
 std::string errno_text(int err) { return std::strerror(err); }
 
 // The steps of the child between fork and exec, for the parent's message.
-enum ChildStep : int { kStepParent = 1, kStepStage, kStepIdentity, kStepFds, kStepChdir, kStepExec };
+enum ChildStep : int {
+  kStepParent = 1, kStepNetns, kStepCgroup, kStepStage, kStepIdentity, kStepLimits, kStepFds, kStepChdir, kStepExec
+};
 
 const char* step_text(int step) {
   switch (step) {
     case kStepParent: return "following its parent";
+    case kStepNetns: return "joining its network namespace";
+    case kStepCgroup: return "joining its control group";
     case kStepStage: return "staging host paths for the unprivileged identity";
     case kStepIdentity: return "dropping to the unprivileged identity";
+    case kStepLimits: return "setting its resource limits";
     case kStepFds: return "setting up its file descriptors";
     case kStepChdir: return "changing directory";
     default: return "exec";
@@ -69,6 +75,9 @@ struct ChildPlan {
   mode_t umask = 022;
   bool die_with_parent = false;
   pid_t parent = 0;
+  int netns_fd = -1;
+  const std::vector<int>* cgroup_join_fds = nullptr;
+  const std::vector<ResourceLimit>* rlimits = nullptr;
 };
 
 [[noreturn]] void child_fail(int report, int step, int err) {
@@ -141,6 +150,10 @@ void stage_host_paths(ChildPlan& p) {
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0UL, 0UL, 0UL) != 0) child_fail(p.report, kStepParent, errno);
     if (::getppid() != p.parent) ::_exit(127);  // the parent is already gone
   }
+  if (p.netns_fd >= 0 && ::setns(p.netns_fd, CLONE_NEWNET) != 0) child_fail(p.report, kStepNetns, errno);
+  for (int fd : *p.cgroup_join_fds) {
+    if (::write(fd, "0", 1) != 1) child_fail(p.report, kStepCgroup, errno);
+  }
   if (p.staging != nullptr) stage_host_paths(p);
   if (p.drop) {
     // Raw system calls: this (only) thread's ids, without glibc's all-threads broadcast.
@@ -148,6 +161,12 @@ void stage_host_paths(ChildPlan& p) {
         ::syscall(SYS_setresgid, p.gid, p.gid, p.gid) != 0 ||
         ::syscall(SYS_setresuid, p.uid, p.uid, p.uid) != 0) {
       child_fail(p.report, kStepIdentity, errno);
+    }
+  }
+  for (const ResourceLimit& limit : *p.rlimits) {
+    const struct rlimit value = {static_cast<rlim_t>(limit.value), static_cast<rlim_t>(limit.value)};
+    if (::setrlimit(static_cast<__rlimit_resource>(limit.resource), &value) != 0) {
+      child_fail(p.report, kStepLimits, errno);
     }
   }
   // Every source is lifted above the target range first, then put in place (dup2 clears
@@ -209,6 +228,9 @@ Process Process::spawn(const ProcessSpec& spec, KillSwitch* kill_switch) {
   plan.umask = spec.umask.value_or(022);
   plan.die_with_parent = spec.die_with_parent;
   plan.parent = ::getpid();
+  plan.netns_fd = spec.netns_fd;
+  plan.cgroup_join_fds = &spec.cgroup_join_fds;
+  plan.rlimits = &spec.rlimits;
 
   HostStaging staging;
   if (spec.run_as) {

@@ -46,6 +46,12 @@ enum class Output {
   merged,    // one pipe for both, interleaved as written: ProcessResult::out (Process::output())
 };
 
+// A resource limit the child sets on itself before exec (setrlimit: soft = hard = value).
+struct ResourceLimit {
+  int resource;  // RLIMIT_*
+  unsigned long long value;
+};
+
 struct ProcessSpec {
   std::vector<std::string> argv;  // argv[0]: a path, or a name found with find_executable ($PATH)
   std::vector<std::string> env;   // the child's whole environment ("K=V")
@@ -57,6 +63,14 @@ struct ProcessSpec {
   // directory is private to the server's (root) identity; staged as sandbox/host_staging.h says.
   std::vector<std::string> reachable_paths;
   std::optional<mode_t> umask;    // nullopt = the server's
+  // Open cgroup.procs (v1: tasks) fds the child writes "0" into first, so that it and everything
+  // it starts are counted and limited there (sandbox/cgroup.h); the caller keeps them.
+  std::vector<int> cgroup_join_fds;
+  // A network namespace (open fd) the child joins first, while it still has the server's
+  // identity (needs CAP_SYS_ADMIN over it): e.g. sandbox/user_network.h's. -1 = the server's.
+  int netns_fd = -1;
+  // Set in the child before exec, after the identity change (so a lowered hard limit binds).
+  std::vector<ResourceLimit> rlimits;
   // SIGKILL when the thread that spawned it ends (PR_SET_PDEATHSIG): only for a blocking use on
   // a thread that outlives the run.
   bool die_with_parent = false;

@@ -1,6 +1,10 @@
 #include "engine/environments/installer.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,12 +14,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <system_error>
 
 #include <spdlog/spdlog.h>
 
 #include "sandbox/bwrap_command.h"
 #include "sandbox/path_search.h"
+#include "sandbox/seccomp_filter.h"
+#include "sandbox/setup_error.h"
+#include "sandbox/user_network.h"
 
 namespace engine::deps {
 
@@ -30,17 +39,29 @@ std::string errno_text(int err) { return std::error_code(err, std::generic_categ
 std::vector<std::string> installer_command(InstallerKind kind, const std::string& uv_program,
                                            const Interpreter& interpreter, const std::string& target,
                                            const std::string& cache_dir, const IndexOptions& index,
-                                           const std::vector<std::string>& requirements) {
+                                           const std::vector<std::string>& requirements,
+                                           InstallPass pass) {
+  const bool wheels_only = pass == InstallPass::wheels_only;
   std::vector<std::string> cmd;
   if (kind == InstallerKind::uv) {
     // Copies, never hard links: the environment must not share inodes with a writable cache.
-    cmd = {uv_program, "pip", "install", "--target", target, "--python", interpreter.executable,
-           "--cache-dir", cache_dir, "--link-mode", "copy", "--compile-bytecode", "--no-progress"};
+    cmd = {uv_program, "pip", "install", "--target", target, "--python", interpreter.executable};
+    if (wheels_only) {
+      cmd.insert(cmd.end(), {"--cache-dir", cache_dir, "--no-build"});
+    } else {
+      cmd.emplace_back("--no-cache");
+    }
+    cmd.insert(cmd.end(), {"--link-mode", "copy", "--compile-bytecode", "--no-progress"});
   } else {
     // -I: no PYTHON* variables, no user site, no cwd on sys.path.
     cmd = {interpreter.executable, "-I", "-m", "pip", "install", "--target", target,
            "--no-input", "--disable-pip-version-check", "--no-warn-script-location",
-           "--progress-bar", "off", "--cache-dir", cache_dir};
+           "--progress-bar", "off"};
+    if (wheels_only) {
+      cmd.insert(cmd.end(), {"--cache-dir", cache_dir, "--only-binary", ":all:"});
+    } else {
+      cmd.emplace_back("--no-cache-dir");
+    }
   }
   if (index.offline) {
     cmd.emplace_back(kind == InstallerKind::uv ? "--offline" : "--no-index");
@@ -185,7 +206,8 @@ std::string local_find_links_path(const std::string& link) {
 sandbox::BwrapSandbox installer_sandbox(const std::string& bwrap_program, const Interpreter& interpreter,
                                        const std::string& uv_program, const IndexOptions& index,
                                        const std::string& target, const std::string& cache,
-                                       std::vector<std::string> command) {
+                                       std::vector<std::string> command,
+                                       const std::vector<std::string>& config_paths) {
   sandbox::BwrapSandbox box;
   box.bwrap_path = bwrap_program;
   box.network = !index.offline;
@@ -206,12 +228,62 @@ sandbox::BwrapSandbox installer_sandbox(const std::string& bwrap_program, const 
     auto local = local_find_links_path(link);
     if (!local.empty() && fs::exists(local)) want(local);
   }
+  // At the place they are named by (a symlink's target is mounted there).
+  for (const auto& path : config_paths) sandbox::add_host_path(ro, path);
   for (const auto& path : ro) box.binds.push_back({path, path});
-  box.writable = {target, cache};
+  box.writable = {target};
+  if (!cache.empty()) box.writable.push_back(cache);
   box.chdir = "/tmp";
   box.command = std::move(command);
   return box;
 }
+
+std::vector<sandbox::ResourceLimit> installer_rlimits(const InstallerOptions& options,
+                                                      const InstallRequest& request) {
+  const sandbox::Limits& l = options.limits;
+  std::vector<sandbox::ResourceLimit> out = {
+      {RLIMIT_FSIZE, l.file_size_bytes},
+      {RLIMIT_CORE, 0},
+      {RLIMIT_CPU, static_cast<unsigned long long>(std::max(1, options.timeout_seconds))},
+  };
+  if (!request.memory_counted) out.push_back({RLIMIT_DATA, l.memory_bytes});
+  if (!request.processes_counted) out.push_back({RLIMIT_NPROC, l.max_processes});
+  return out;
+}
+
+namespace {
+
+// The runs' seccomp policy as a BPF program in a sealed memfd, for bwrap's --seccomp.
+sandbox::UniqueFd seccomp_memfd() {
+  static const sandbox::SeccompProgram program = sandbox::SeccompProgram::compile(sandbox::Policy{});
+  const auto& bpf = program.bpf();
+  sandbox::UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "installer-seccomp",
+                                                  MFD_CLOEXEC | MFD_ALLOW_SEALING)));
+  if (!fd) throw InstallerUnavailable("cannot create the installer's seccomp memfd: " + errno_text(errno));
+  std::size_t done = 0;
+  while (done < bpf.size()) {
+    const ssize_t n = ::write(fd.get(), bpf.data() + done, bpf.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw InstallerUnavailable("cannot write the installer's seccomp program: " + errno_text(errno));
+    done += static_cast<std::size_t>(n);
+  }
+  ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  ::lseek(fd.get(), 0, SEEK_SET);
+  return fd;
+}
+
+// Removes what a failed pass left in `dir`, keeping `dir` itself (its owner and mode).
+void empty_directory(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::error_code rm;
+    fs::remove_all(entry.path(), rm);
+    if (rm) throw InstallerUnavailable("cannot empty " + dir + " between installer passes: " + rm.message());
+  }
+  if (ec) throw InstallerUnavailable("cannot read " + dir + ": " + ec.message());
+}
+
+}  // namespace
 
 InstallOutcome run_installer(const InstallerOptions& options, const InstallRequest& request,
                              const std::function<void(std::string_view line)>& on_line,
@@ -246,24 +318,27 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
     }
   }
 
-  std::vector<std::string> command = installer_command(
-      kind, uv_program, interp, request.target, cache, options.index, request.requirements);
-
   std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp",
                                   "LANG=C.UTF-8", "PYTHONNOUSERSITE=1", "PIP_NO_INPUT=1",
-                                  // No host pip.conf: index options are passed explicitly.
-                                  "PIP_CONFIG_FILE=/dev/null", "UV_NO_CONFIG=1",
                                   "NO_COLOR=1"};
-  for (const char* name : {"http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY",
-                           "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"}) {
-    if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
-  }
+  // The user's TLS roots, proxies, index settings and configuration files, as their own uv or
+  // pip would use them (installer_config.h).
+  const InstallerPassthrough passthrough = installer_passthrough(kind, process_environment());
+  env.insert(env.end(), passthrough.env.begin(), passthrough.env.end());
 
-  sandbox::ProcessSpec spec;
-  spec.env = env;
-  spec.umask = 022;
-  spec.timeout_ms = options.timeout_seconds * 1000;
-  if (options.sandboxed) {
+  sandbox::UniqueFd seccomp;
+  std::optional<sandbox::UserNetwork> network;
+  std::string bwrap_program;
+  if (options.container && who.dropped) {
+    // The container's installer runs as that uid, with the target and the cache mounted.
+    for (const auto& dir : {request.target, cache}) {
+      if (::chown(dir.c_str(), who.uid, who.gid) != 0) {
+        throw InstallerUnavailable("cannot hand " + dir + " to uid " + std::to_string(who.uid) + ": " +
+                                   errno_text(errno));
+      }
+    }
+  }
+  if (options.sandboxed && !options.container) {
     auto bwrap = sandbox::find_executable(options.bwrap_path);
     if (!bwrap) {
       throw InstallerUnavailable(
@@ -271,8 +346,75 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
           "installed safely; install it (Debian/Ubuntu: apt install bubblewrap) or run with "
           "--sandbox-backend none");
     }
-    const sandbox::BwrapSandbox box = installer_sandbox(*bwrap, interp, uv_program, options.index,
-                                                        request.target, cache, command);
+    bwrap_program = *bwrap;
+    // The runs' syscall filter, installed by bwrap (with no_new_privs) right before the
+    // installer starts: fd 3 in bwrap's process.
+    try {
+      seccomp = seccomp_memfd();
+    } catch (const sandbox::SetupError& e) {
+      throw InstallerUnavailable(std::string("cannot build the installer's seccomp filter: ") + e.what());
+    }
+    // Its network: a namespace of its own behind a user-mode stack, not the host's (whose
+    // loopback services and abstract sockets it would reach). One for both passes.
+    if (!options.index.offline) {
+      const auto pasta = sandbox::UserNetwork::find_pasta(options.pasta_path);
+      if (pasta && ::geteuid() == 0) {
+        try {
+          network.emplace(sandbox::UserNetwork::start(*pasta));
+        } catch (const sandbox::SpawnError& e) {
+          throw InstallerUnavailable(std::string("the installer's network could not be set up: ") + e.what());
+        }
+      } else {
+        static std::once_flag warned;
+        std::call_once(warned, [&] {
+          spdlog::warn("installers share the host's network: {}",
+                       pasta ? "a user-mode network needs the server to run as root"
+                             : "pasta (Debian: apt install passt) was not found");
+        });
+      }
+    }
+  }
+
+  // One pass (InstallPass): the shared cache writable in the wheels_only pass only.
+  auto process_spec = [&](InstallPass pass) {
+    const std::string pass_cache = pass == InstallPass::wheels_only ? cache : std::string();
+    std::vector<std::string> command = installer_command(
+        kind, uv_program, interp, request.target, cache, options.index, request.requirements, pass);
+    sandbox::ProcessSpec spec;
+    spec.env = env;
+    spec.umask = 022;
+    spec.timeout_ms = options.timeout_seconds * 1000;
+    spec.cgroup_join_fds = request.cgroup_join_fds;
+    spec.rlimits = installer_rlimits(options, request);
+    if (options.container) {
+      // Everything the installer reads or writes, at its own path in the container: the
+      // installer (uv), local find-links, the user's configuration, the target and (in the
+      // wheels-only pass) the cache.
+      std::vector<ContainerMount> mounts = {{request.target, true}};
+      if (!pass_cache.empty()) mounts.push_back({pass_cache, true});
+      if (!uv_program.empty()) mounts.push_back({uv_program, false});
+      for (const auto& link : options.index.find_links) {
+        const auto local = local_find_links_path(link);
+        if (!local.empty()) mounts.push_back({real_path(local), false});
+      }
+      // The user's TLS roots, uv/pip configuration and what they name (installer_config.h).
+      for (const auto& path : passthrough.host_paths) mounts.push_back({path, false});
+      spec.argv = options.container(command, env, mounts, true, who.uid, who.gid);
+      spec.env = sandbox::inherited_environment();  // the client's: DOCKER_HOST and the like
+      return spec;
+    }
+    if (!options.sandboxed) {
+      spec.argv = std::move(command);
+      return spec;
+    }
+    sandbox::BwrapSandbox box = installer_sandbox(bwrap_program, interp, uv_program, options.index,
+                                                  request.target, pass_cache, std::move(command),
+                                                  passthrough.host_paths);
+    // bwrap reads the program from the fd's offset, which the previous pass moved.
+    ::lseek(seccomp.get(), 0, SEEK_SET);
+    spec.fds = {seccomp.get()};
+    box.seccomp_fd = 3;
+    if (network) spec.netns_fd = network->netns_fd();
     spec.argv = sandbox::build_bwrap_argv(box);
     if (who.dropped) {
       // The unprivileged installer may not traverse to them (pyenv or the cache under a 0700
@@ -285,20 +427,27 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
         spec.reachable_paths.push_back(real);
       }
     }
-  } else {
-    spec.argv = command;
-  }
+    if (spdlog::should_log(spdlog::level::debug)) {
+      std::string line;
+      for (const auto& arg : spec.argv) line += (line.empty() ? "" : " ") + arg;
+      spdlog::debug("installer command: {}", line);
+    }
+    return spec;
+  };
 
   InstallOutcome outcome;
   outcome.installer = kind == InstallerKind::uv ? "uv" : "pip";
-  if (spdlog::should_log(spdlog::level::debug)) {
-    std::string line;
-    for (const auto& arg : spec.argv) line += (line.empty() ? "" : " ") + arg;
-    spdlog::debug("installer command: {}", line);
-  }
   spdlog::info("installing {} requirement(s) with {} into {}", request.requirements.size(),
                outcome.installer, request.target);
-  outcome.process = sandbox::run_process(spec, on_line, kill_switch);  // SpawnError: cannot start
+  outcome.process = sandbox::run_process(process_spec(InstallPass::wheels_only), on_line,
+                                         kill_switch);  // SpawnError: cannot start
+  if (!outcome.process.ok() && !outcome.process.killed && !outcome.process.timed_out) {
+    // Not from wheels alone: again, from an empty target, with builds and no shared cache.
+    empty_directory(request.target);
+    spdlog::info("{}: not from wheels alone; again with builds allowed and no shared cache",
+                 request.target);
+    outcome.process = sandbox::run_process(process_spec(InstallPass::with_builds), on_line, kill_switch);
+  }
   const auto& p = outcome.process;
   outcome.ok = p.ok();
   if (!outcome.ok) {

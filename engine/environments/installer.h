@@ -13,20 +13,33 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/environments/container.h"
 #include "engine/environments/index_options.h"
+#include "engine/environments/installer_config.h"
 #include "engine/interpreters/discovery.h"
 #include "sandbox/bwrap_command.h"
+#include "sandbox/policy.h"
 #include "sandbox/process.h"
 
 namespace engine::deps {
 
-enum class InstallerKind { uv, pip };
+// An install is done in at most two passes, so that no code of a package ever runs with a cache
+// that outlives the install:
+// - wheels_only: wheels alone (uv --no-build, pip --only-binary :all:), with the shared download
+//   cache `cache_dir` writable. Installing a wheel runs none of its code (bytecode is compiled,
+//   not executed), so only the installer itself writes the cache.
+// - with_builds: when the first pass failed (an sdist, a direct URL to a source tree...), again
+//   from an empty target with builds allowed and no shared cache at all (uv --no-cache, pip
+//   --no-cache-dir: a throw-away cache in the sandbox's own /tmp, gone with it).
+enum class InstallPass { wheels_only, with_builds };
 
 // The full installer command line (before sandboxing). `requirements` are PEP 508 strings.
+// `cache_dir` is used by the wheels_only pass only.
 std::vector<std::string> installer_command(InstallerKind kind, const std::string& uv_program,
                                            const Interpreter& interpreter, const std::string& target,
                                            const std::string& cache_dir, const IndexOptions& index,
-                                           const std::vector<std::string>& requirements);
+                                           const std::vector<std::string>& requirements,
+                                           InstallPass pass = InstallPass::wheels_only);
 
 // The lines of an installer's output that say why it failed (pip's "ERROR: ...", the conflict
 // explanation, uv's "error:" / "×" / "╰─▶" lines), bounded; the last lines when none match.
@@ -41,8 +54,17 @@ struct InstallerOptions {
   std::string uv_path = "uv";     // --uv-path; found on PATH unless it contains '/'
   IndexOptions index;
   bool sandboxed = true;          // false only for --sandbox-backend none
+  // The docker backend: the installer runs in a container of the image (not under bwrap).
+  ContainerWrap container;
   std::string bwrap_path = "bwrap";
+  // The user-mode network the installer reaches the index through (sandbox/user_network.h),
+  // when the server is root and it is installed; else the host's network (logged).
+  std::string pasta_path = "pasta";
   int timeout_seconds = 900;
+  // The runs' limits (sandbox/policy.h), applied to the installer's whole tree as to a run's:
+  // file size, core dumps off, CPU time (timeout_seconds), and memory and processes per process
+  // (RLIMIT_DATA, RLIMIT_NPROC) where no cgroup counts the tree (InstallRequest::cgroup_join_fds).
+  sandbox::Limits limits;
   // When the server is root the installer runs as this uid/gid (nobody).
   uid_t unprivileged_uid = 65534;
   gid_t unprivileged_gid = 65534;
@@ -54,6 +76,11 @@ struct InstallRequest {
   std::string target;       // existing empty directory, writable by `owner_uid`
   std::string cache_dir;    // the installer's own cache (existing, writable by `owner_uid`)
   bool interpreter_has_pip = true;
+  // The install's control group (sandbox/cgroup.h, open cgroup.procs fds; the caller keeps
+  // them): memory and process limits for the whole tree. Empty: rlimits stand in.
+  std::vector<int> cgroup_join_fds;
+  bool memory_counted = false;     // a cgroup bounds the tree's memory
+  bool processes_counted = false;  // a cgroup bounds the tree's process count
 };
 
 struct InstallOutcome {
@@ -72,14 +99,21 @@ struct InstallerIdentity {
 InstallerIdentity installer_identity(const InstallerOptions& options);
 
 // The bubblewrap sandbox an installer runs in: the system read-only (sandbox/bwrap_command.h),
-// the interpreter, uv and local find-links directories read-only, and nothing writable but
-// `target` and `cache`. `uv_program` is "" for pip.
+// the interpreter, uv, local find-links directories and `config_paths` (the user's configuration
+// and what it names, installer_config.h) read-only, and nothing writable but `target` and
+// `cache` (none when "": the with_builds pass). `uv_program` is "" for pip.
 sandbox::BwrapSandbox installer_sandbox(const std::string& bwrap_program, const Interpreter& interpreter,
                                        const std::string& uv_program, const IndexOptions& index,
                                        const std::string& target, const std::string& cache,
-                                       std::vector<std::string> command);
+                                       std::vector<std::string> command,
+                                       const std::vector<std::string>& config_paths = {});
 
-// Runs the installer once. `on_line` sees its output lines as they come. Throws
+// The resource limits the installer's process sets before exec (see InstallerOptions::limits).
+std::vector<sandbox::ResourceLimit> installer_rlimits(const InstallerOptions& options,
+                                                      const InstallRequest& request);
+
+// Runs the installer: the wheels_only pass, then, when it failed on its own (not stopped, not
+// timed out), the with_builds pass (InstallPass). `on_line` sees its output lines as they come. Throws
 // InstallerUnavailable when neither uv nor pip can be used, or bubblewrap is missing.
 InstallOutcome run_installer(const InstallerOptions& options, const InstallRequest& request,
                              const std::function<void(std::string_view line)>& on_line,

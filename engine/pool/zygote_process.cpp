@@ -62,10 +62,10 @@ std::vector<std::string> host_paths_to_bind(const ZygoteLaunch& launch) {
 std::vector<std::string> zygote_arguments(const ZygoteLaunch& launch) {
   const Interpreter& in = launch.interpreter;
   const auto& limits = launch.policy.limits;
-  const bool native = launch.policy.backend == sandbox::Backend::native;
+  const bool sandboxed = launch.policy.backend != sandbox::Backend::none;
   std::vector<std::string> sys_path = in.sys_path;
   if (!launch.env_root.empty()) {
-    sys_path.insert(sys_path.begin(), (native ? std::string(kEnvInside) : launch.env_root) + "/site");
+    sys_path.insert(sys_path.begin(), (sandboxed ? std::string(kEnvInside) : launch.env_root) + "/site");
   }
   std::string run_path = "/usr/local/bin:/usr/bin:/bin";
   if (!in.executable.empty()) {
@@ -82,7 +82,7 @@ std::vector<std::string> zygote_arguments(const ZygoteLaunch& launch) {
           "--preload", join(launch.preload, ','),
           "--sys-path", join(sys_path, '\n'),
           "--prefix", in.prefix,
-          "--backend", native ? "native" : "none",
+          "--backend", std::string(sandbox::to_string(launch.policy.backend)),
           "--network", launch.policy.network ? "on" : "off",
           "--tmpfs-bytes", std::to_string(limits.tmpfs_bytes),
           "--memory-bytes", std::to_string(limits.memory_bytes),
@@ -126,6 +126,18 @@ std::vector<std::string> bwrap_argv(const ZygoteLaunch& launch, const std::vecto
   return sandbox::build_bwrap_argv(box);
 }
 
+// The docker backend: the zygote connects to its control socket from inside its container.
+sandbox::DockerContainer docker_container(const ZygoteLaunch& launch, const std::string& control_dir) {
+  static unsigned counter = 0;
+  std::vector<std::string> command = {kDockerZygoteInside};
+  const auto args = zygote_arguments(launch);
+  command.insert(command.end(), args.begin(), args.end());
+  command.insert(command.end(), {"--connect", kDockerControlSocket});
+  const std::string name = "mpes-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  return zygote_container(launch.docker, launch.policy, name, launch.zygote_path, control_dir,
+                          launch.env_root, kEnvInside, std::move(command), zygote_environment());
+}
+
 UniqueFd data_memfd(const std::string& name, const std::string& data) {
   UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, name.c_str(), MFD_CLOEXEC)));
   if (!fd) throw std::runtime_error(errno_text("memfd_create", errno));
@@ -137,6 +149,28 @@ UniqueFd data_memfd(const std::string& name, const std::string& data) {
 }
 
 }  // namespace
+
+RunNetwork plan_run_network(sandbox::Backend backend, bool network_on, bool root,
+                            const std::optional<std::string>& pasta) {
+  if (!network_on) return {false, "off: each run has a network namespace of its own with loopback only", {}};
+  switch (backend) {
+    case sandbox::Backend::none:
+      return {false, "host network (--sandbox-backend none): runs are not isolated", {}};
+    case sandbox::Backend::docker:
+      return {false, "the zygote container's network namespace (docker's bridge), not the host's", {}};
+    case sandbox::Backend::native: break;
+  }
+  const std::string host =
+      "host network: runs share the host's network namespace (its loopback services, abstract unix "
+      "sockets and /proc/net/tcp are reachable, and runs can reach each other over them) because ";
+  if (!root) return {false, host + "a user-mode network needs the server to run as root", {}};
+  if (!pasta) return {false, host + "pasta was not found (Debian: apt install passt)", {}};
+  return {true,
+          "user-mode (pasta): each zygote in a network namespace of its own, its runs and sessions "
+          "with it; the host's loopback, abstract unix sockets and link-local/metadata addresses "
+          "unreachable, the internet reachable; runs of one zygote share its namespace",
+          *pasta};
+}
 
 const char* to_string(ZygoteProcess::State state) {
   switch (state) {
@@ -152,6 +186,8 @@ ZygoteCommand describe_zygote_command(const ZygoteLaunch& launch) {
   ZygoteCommand cmd;
   if (launch.policy.backend == sandbox::Backend::native) {
     cmd.argv = bwrap_argv(launch, host_paths_to_bind(launch), 4);  // fd 3 is the control socket
+  } else if (launch.policy.backend == sandbox::Backend::docker) {
+    cmd.argv = sandbox::build_docker_run_argv(docker_container(launch, "CONTROL_DIR"));
   } else {
     cmd.argv = {launch.zygote_path};
     const auto args = zygote_arguments(launch);
@@ -162,9 +198,10 @@ ZygoteCommand describe_zygote_command(const ZygoteLaunch& launch) {
 }
 
 ZygoteProcess::ZygoteProcess(asio::io_context& io, ZygoteLaunch launch)
-    : io_(io), launch_(std::move(launch)), control_(io), stderr_(io), pidfd_(io), kill_timer_(io) {}
+    : io_(io), launch_(std::move(launch)), listener_(io), control_(io), stderr_(io), pidfd_(io), kill_timer_(io) {}
 
 ZygoteProcess::~ZygoteProcess() {
+  remove_control(control_listener_);
   for (auto& out : outbox_) {
     for (int fd : out.fds) ::close(fd);
   }
@@ -173,9 +210,55 @@ ZygoteProcess::~ZygoteProcess() {
 
 void ZygoteProcess::start(std::function<void(State, const std::string&)> on_state) {
   on_state_ = std::move(on_state);
+  if (!launch_.pasta_path.empty() && launch_.run_blocking) {
+    // Its user-mode network first, off the event loop; the zygote is spawned inside it. A
+    // failure leaves this zygote on the host's network, said in the log and in network().
+    auto self = shared_from_this();
+    launch_.run_blocking([self] {
+      std::shared_ptr<sandbox::UserNetwork> network;
+      std::string error;
+      try {
+        network = std::make_shared<sandbox::UserNetwork>(sandbox::UserNetwork::start(self->launch_.pasta_path));
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      asio::post(self->io_, [self, network = std::move(network), error = std::move(error)]() mutable {
+        if (self->state_ != State::starting) {  // stopped meanwhile
+          self->network_ = std::move(network);
+          self->release_network();
+          return;
+        }
+        if (network) {
+          self->network_ = std::move(network);
+          self->network_note_ = "own namespace (pasta)";
+        } else {
+          self->network_note_ = "host network: " + error;
+          spdlog::warn("the Python {} zygote shares the host's network (its runs reach the host's loopback "
+                       "and abstract sockets): {}",
+                       self->launch_.interpreter.version, error);
+        }
+        self->launch_process();
+      });
+    });
+    return;
+  }
+  launch_process();
+}
+
+void ZygoteProcess::release_network() {
+  if (!network_) return;
+  // pasta is killed and reaped off the event loop.
+  if (launch_.run_blocking) {
+    launch_.run_blocking([network = std::move(network_)] {});
+  }
+  network_.reset();
+}
+
+void ZygoteProcess::launch_process() {
   try {
     spawn();
   } catch (const std::exception& e) {
+    release_network();
     state_ = State::failed;
     failure_ = e.what();
     auto self = shared_from_this();
@@ -184,13 +267,37 @@ void ZygoteProcess::start(std::function<void(State, const std::string&)> on_stat
     });
     return;
   }
-  wait_control();
+  if (listener_.is_open()) {
+    wait_connection();
+  } else {
+    wait_control();
+  }
   read_stderr();
   watch_exit();
 }
 
+void ZygoteProcess::wait_connection() {
+  auto self = shared_from_this();
+  listener_.async_wait(asio::posix::stream_descriptor::wait_read, [self](const std::error_code& ec) {
+    if (ec || !self->listener_.is_open() || self->state_ != State::starting) return;
+    UniqueFd fd(::accept4(self->listener_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!fd) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) {
+        self->wait_connection();
+      }
+      return;  // otherwise the zygote's exit (watch_exit) says why
+    }
+    // One connection, ever: nothing else can reach this zygote's control.
+    self->listener_.close();
+    remove_control(self->control_listener_);
+    self->control_.assign(fd.release());
+    self->wait_control();
+  });
+}
+
 void ZygoteProcess::spawn() {
   const bool native = launch_.policy.backend == sandbox::Backend::native;
+  const bool docker = launch_.policy.backend == sandbox::Backend::docker;
   if (::access(launch_.zygote_path.c_str(), X_OK) != 0) {
     throw std::runtime_error(errno_text("the zygote binary " + launch_.zygote_path +
                                             " is missing (it is built next to the server)", errno));
@@ -230,19 +337,32 @@ void ZygoteProcess::spawn() {
       spec.reachable_paths.insert(spec.reachable_paths.end(), binds.begin(), binds.end());
       if (!launch_.env_root.empty()) spec.reachable_paths.push_back(launch_.env_root);
     }
+  } else if (docker) {
+    // docker's client, attached: its output is the container's; the zygote connects to the
+    // listener (fd 3 of the client is unused).
+    control_listener_ = listen_for_zygote(launch_.docker.runtime_dir);
+    spec.argv = sandbox::build_docker_run_argv(docker_container(launch_, control_listener_.dir));
+    spec.fds.clear();
+    // The client's own environment (DOCKER_HOST, DOCKER_CONFIG, ...); the zygote's is --env.
+    spec.env = sandbox::inherited_environment();
   } else {
     spec.argv = {launch_.zygote_path};
     const auto args = zygote_arguments(launch_);
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   }
 
+  if (network_) spec.netns_fd = network_->netns_fd();
   spdlog::debug("starting zygote for Python {}: {}", launch_.interpreter.version, join(spec.argv, ' '));
   child_.emplace(sandbox::Process::spawn(spec));
   // The event loop gets its own copy of the pidfd (asio closes what it owns).
   UniqueFd pidfd(::fcntl(child_->pidfd(), F_DUPFD_CLOEXEC, 3));
   if (!pidfd) throw std::runtime_error(errno_text("dup of the zygote's pidfd", errno));
-  ::fcntl(server_end.get(), F_SETFL, O_NONBLOCK);
-  control_.assign(server_end.release());
+  if (docker) {
+    listener_.assign(control_listener_.fd.release());
+  } else {
+    ::fcntl(server_end.get(), F_SETFL, O_NONBLOCK);
+    control_.assign(server_end.release());
+  }
   stderr_.assign(child_->output().release());
   pidfd_.assign(pidfd.release());
 }
@@ -361,13 +481,16 @@ void ZygoteProcess::watch_exit() {
       self->state_ = State::failed;
       self->stderr_.close();
       self->control_.close();
+      self->listener_.close();
       if (self->on_state_) self->on_state_(State::failed, self->failure_);
     } else if (self->state_ == State::ready) {
       self->lose("zygote lost: it " + how);
     } else {
       self->stderr_.close();
       self->control_.close();
+      self->listener_.close();
     }
+    self->release_network();  // nothing of the zygote's is left in it
     self->notify_reaped();
   });
 }
@@ -377,6 +500,7 @@ void ZygoteProcess::lose(const std::string& reason) {
   state_ = State::failed;
   failure_ = reason;  // (logged by whoever handles on_state)
   control_.close();
+  listener_.close();
   if (child_) child_->kill();
   auto runs = std::move(runs_);
   runs_.clear();
@@ -387,11 +511,11 @@ void ZygoteProcess::lose(const std::string& reason) {
 }
 
 bool ZygoteProcess::run(std::uint64_t run_id, std::uint32_t timeout_seconds, std::vector<int> fds,
-                        RunCallbacks callbacks) {
+                        RunCallbacks callbacks, std::uint32_t flags) {
   if (state_ != State::ready) return false;
   last_used_ = std::chrono::steady_clock::now();
   // Own duplicates: the caller keeps (and closes) its fds right after this call.
-  Outgoing out{zygote::RunMessage{run_id, timeout_seconds, zygote::kRunFlagNone}, {}};
+  Outgoing out{zygote::RunMessage{run_id, timeout_seconds, flags}, {}};
   for (int fd : fds) {
     const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (dup < 0) {
@@ -448,6 +572,7 @@ void ZygoteProcess::stop(std::function<void()> on_reaped) {
       if (callbacks.failed) callbacks.failed("the server is shutting down");
     }
     control_.close();  // the zygote sees EOF, kills its runs, reaps them and exits
+    listener_.close();
     if (!reaped()) {
       auto self = shared_from_this();
       kill_timer_.expires_after(std::chrono::seconds(1));

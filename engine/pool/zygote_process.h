@@ -1,5 +1,6 @@
 // The server's side of one zygote: spawns it (under bubblewrap for the native backend, as an
-// unprivileged uid when the server is root), watches its control socket, stderr and process on
+// unprivileged uid when the server is root; in a container of its own for the docker backend,
+// engine/pool/docker_zygote.h), watches its control socket, stderr and process on
 // the io_context, and dispatches runs to it. Single-threaded: every method and callback runs on
 // the io_context's thread.
 #pragma once
@@ -18,19 +19,34 @@
 #include "engine/event_loop.h"
 
 #include "engine/interpreters/discovery.h"
+#include "engine/pool/docker_zygote.h"
 #include "engine/zygote/protocol.h"
 #include "sandbox/policy.h"
 #include "sandbox/process.h"
 #include "sandbox/rlimits.h"
 #include "sandbox/unique_fd.h"
+#include "sandbox/user_network.h"
 
 namespace engine {
+
+// How runs reach the network with --network on (and whether each zygote gets a user-mode
+// network of its own, sandbox/user_network.h): native backend, server root and pasta found.
+// `description` is what check_environment and the start-up log say; `pasta` the program found
+// (only when user_mode).
+struct RunNetwork {
+  bool user_mode = false;
+  std::string description;
+  std::string pasta;
+};
+RunNetwork plan_run_network(sandbox::Backend backend, bool network_on, bool root,
+                            const std::optional<std::string>& pasta);
 
 struct ZygoteLaunch {
   Interpreter interpreter;
   sandbox::Policy policy;
   std::string zygote_path;  // host path of mcp-python-exec-sandbox-zygote
   std::string bwrap_path;   // native backend
+  DockerZygote docker;      // docker backend
   std::vector<std::string> preload;
   // A dependency environment (its root holds site/): mounted read-only at kEnvInside in the
   // sandbox, whatever its host path (a cache under /tmp would be hidden by each run's own /tmp),
@@ -45,6 +61,13 @@ struct ZygoteLaunch {
   // and the zygote never holds host root.
   uid_t unprivileged_uid = 65534;
   gid_t unprivileged_gid = 65534;
+  // When plan_run_network says user_mode: pasta's path. The zygote (and every run and session
+  // it forks) is started inside a network namespace of its own behind pasta, set up before the
+  // zygote is spawned and killed once it is reaped. "" = the host's network.
+  std::string pasta_path;
+  // Runs blocking work (the user-mode network's start and end) off the event loop, on a thread
+  // that outlives the zygote (pasta dies with that thread).
+  std::function<void(std::function<void()>)> run_blocking;
 };
 
 // The argv and environment a zygote is started with (exposed for tests and diagnostics). The
@@ -73,10 +96,11 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   // Spawns the zygote. `on_state` is called when it becomes ready, when it fails to start (with
   // an actionable reason) and when it is lost later (reason "zygote lost: ...").
   void start(std::function<void(State, const std::string& reason)> on_state);
-  // Sends one run. fds: script memfd, stdout and stderr write ends, then cgroup.procs fds.
-  // Returns false (and calls nothing) when the zygote is not ready.
+  // Sends one run. fds: as zygote::RunMessage lists them for `flags` (a run's script memfd,
+  // stdout, stderr and result write ends, [files request]; a session's control socket), then
+  // cgroup.procs fds. Returns false (and calls nothing) when the zygote is not ready.
   bool run(std::uint64_t run_id, std::uint32_t timeout_seconds, std::vector<int> fds,
-           RunCallbacks callbacks);
+           RunCallbacks callbacks, std::uint32_t flags = zygote::kRunFlagNone);
   // Closes the control socket (the zygote kills its runs and exits), kills the process if it
   // has not gone after a grace period; `on_reaped` (optional) runs once the process is reaped.
   void stop(std::function<void()> on_reaped = {});
@@ -89,10 +113,16 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   std::chrono::steady_clock::time_point last_used() const { return last_used_; }
   const std::string& warnings() const { return warnings_; }
   const std::string& failure() const { return failure_; }
+  // With a planned user-mode network: "own namespace (pasta)", or why this zygote shares the
+  // host's network after all (pasta failed). "" when none was planned.
+  const std::string& network() const { return network_note_; }
 
  private:
   void spawn();
+  void launch_process();
+  void release_network();
   void wait_control();
+  void wait_connection();  // docker: the zygote connects to control_listener_
   void on_control();
   void read_stderr();
   void watch_exit();
@@ -106,7 +136,11 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   std::function<void(State, const std::string&)> on_state_;
   bool reaped() const { return !child_ || child_->reaped(); }
 
-  std::optional<sandbox::Process> child_;  // bwrap (native) or the zygote itself (none)
+  std::shared_ptr<sandbox::UserNetwork> network_;  // the zygote's user-mode network, while it lives
+  std::string network_note_;
+  std::optional<sandbox::Process> child_;  // bwrap (native), docker's client (docker) or the zygote (none)
+  ControlListener control_listener_;       // docker: until the zygote has connected
+  asio::posix::stream_descriptor listener_;
   asio::posix::stream_descriptor control_;
   asio::posix::stream_descriptor stderr_;
   asio::posix::stream_descriptor pidfd_;

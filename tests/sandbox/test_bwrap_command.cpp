@@ -305,6 +305,9 @@ TEST_CASE("the installer's bubblewrap writes only its target and its cache", "[b
     INFO(flag);
     CHECK(has(argv, flag));
   }
+  // The pass that may build: no shared cache at all.
+  CHECK(writable_sources(sandbox::build_bwrap_argv(engine::deps::installer_sandbox(
+            "/usr/bin/bwrap", debian_311(), "", index, target, "", command))) == Argv{target});
   index.offline = true;
   CHECK_FALSE(has(sandbox::build_bwrap_argv(engine::deps::installer_sandbox(
                       "/usr/bin/bwrap", debian_311(), "", index, target, cache, command)),
@@ -390,4 +393,14 @@ TEST_CASE("host paths are bound once: none under /usr, none under another", "[bw
   }
   // (A parent that comes after its child is added too: the order is the caller's.)
   CHECK(paths == std::vector<std::string>{"/opt/py", "/opt/python", "/srv/venv/bin", "/srv/venv"});
+}
+
+TEST_CASE("a seccomp program is handed to bwrap by fd, installed right before the command", "[bwrap]") {
+  auto box = example(true);
+  CHECK_FALSE(has(sandbox::build_bwrap_argv(box), "--seccomp"));
+  box.seccomp_fd = 3;
+  const Argv argv = sandbox::build_bwrap_argv(box);
+  const long at = find_seq(argv, {"--seccomp", "3"});
+  REQUIRE(at >= 0);
+  CHECK(at < find_seq(argv, {"--"}));
 }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -394,4 +395,32 @@ TEST_CASE("a moved Process still owns its child", "[process]") {
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGKILL);
   CHECK(reaped(pid));
+}
+
+TEST_CASE("the child sets the given resource limits before exec", "[process]") {
+  auto spec = shell("ulimit -f; ulimit -c; ulimit -n");
+  spec.rlimits = {{RLIMIT_FSIZE, 2048 * 512}, {RLIMIT_CORE, 0}, {RLIMIT_NOFILE, 77}};
+  const auto r = sandbox::run_process(spec);
+  REQUIRE(r.ok());
+  CHECK(r.out == "2048\n0\n77\n");  // ulimit -f counts 512-byte blocks
+}
+
+TEST_CASE("a limit the child cannot set fails the start with the reason", "[process]") {
+  auto spec = shell("true");
+  spec.rlimits = {{RLIMIT_NOFILE, ~0ULL}};  // above the kernel's nr_open
+  CHECK_THROWS_WITH(sandbox::run_process(spec), Catch::Contains("resource limits"));
+}
+
+TEST_CASE("the child joins the given cgroup fds first: what it writes there lands", "[process]") {
+  // A pipe stands in for cgroup.procs: the child writes "0" (itself) into each before exec.
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+  auto spec = shell("true");
+  spec.cgroup_join_fds = {fds[1]};
+  CHECK(sandbox::run_process(spec).ok());
+  ::close(fds[1]);
+  char buffer[8] = {};
+  CHECK(::read(fds[0], buffer, sizeof buffer) == 1);
+  CHECK(buffer[0] == '0');
+  ::close(fds[0]);
 }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -120,7 +121,7 @@ TEST_CASE("installer command lines pass the index options through", "[installer]
   std::vector<std::string> pip_expected = {
       "/usr/bin/python3.11", "-I", "-m", "pip", "install", "--target", "/env/site", "--no-input",
       "--disable-pip-version-check", "--no-warn-script-location", "--progress-bar", "off",
-      "--cache-dir", "/cache/pip", "--index-url", "https://pypi.example/simple",
+      "--cache-dir", "/cache/pip", "--only-binary", ":all:", "--index-url", "https://pypi.example/simple",
       "--extra-index-url", "https://extra.example/simple", "--find-links", "/srv/a",
       "--find-links", "https://links.example/", "--", "numpy>=1", "pandas"};
   CHECK(pip == pip_expected);
@@ -142,6 +143,33 @@ TEST_CASE("installer command lines pass the index options through", "[installer]
   CHECK(contains(pip, "--find-links"));
   uv = engine::deps::installer_command(InstallerKind::uv, "/opt/uv", py, "/t", "/c", index, {"x"});
   CHECK(contains(uv, "--offline"));
+}
+
+TEST_CASE("only the wheels-only pass has the shared cache; builds get none", "[installer]") {
+  engine::Interpreter py;
+  py.executable = "/usr/bin/python3.11";
+  const engine::IndexOptions index;
+  using engine::deps::InstallPass;
+  auto uv = engine::deps::installer_command(InstallerKind::uv, "/opt/uv", py, "/t", "/c/uv", index, {"x"},
+                                            InstallPass::wheels_only);
+  CHECK(contains(uv, "--no-build"));
+  CHECK(contains(uv, "/c/uv"));
+  CHECK_FALSE(contains(uv, "--no-cache"));
+  uv = engine::deps::installer_command(InstallerKind::uv, "/opt/uv", py, "/t", "/c/uv", index, {"x"},
+                                       InstallPass::with_builds);
+  CHECK(contains(uv, "--no-cache"));
+  CHECK_FALSE(contains(uv, "--no-build"));
+  CHECK_FALSE(contains(uv, "--cache-dir"));
+  CHECK_FALSE(contains(uv, "/c/uv"));
+  auto pip = engine::deps::installer_command(InstallerKind::pip, "", py, "/t", "/c/pip", index, {"x"},
+                                             InstallPass::wheels_only);
+  CHECK(contains(pip, "--only-binary"));
+  CHECK(contains(pip, "/c/pip"));
+  pip = engine::deps::installer_command(InstallerKind::pip, "", py, "/t", "/c/pip", index, {"x"},
+                                        InstallPass::with_builds);
+  CHECK(contains(pip, "--no-cache-dir"));
+  CHECK_FALSE(contains(pip, "--only-binary"));
+  CHECK_FALSE(contains(pip, "/c/pip"));
 }
 
 TEST_CASE("decisive_lines keeps what says why, not the whole log", "[installer]") {
@@ -588,4 +616,31 @@ TEST_CASE("shutdown kills a running install and reports back", "[environments]")
   while (!late && std::chrono::steady_clock::now() < deadline) io.run_one_for(std::chrono::milliseconds(100));
   REQUIRE(late.has_value());
   CHECK(late->status == EnvResult::Status::error);
+}
+
+TEST_CASE("the installer gets the runs' limits; rlimits stand in only where no cgroup counts",
+          "[installer]") {
+  engine::deps::InstallerOptions options;
+  options.timeout_seconds = 42;
+  options.limits.memory_bytes = 300ull << 20;
+  options.limits.max_processes = 33;
+  options.limits.file_size_bytes = 5ull << 20;
+  engine::deps::InstallRequest request;
+  auto value = [](const std::vector<sandbox::ResourceLimit>& limits, int resource) -> long long {
+    for (const auto& l : limits) {
+      if (l.resource == resource) return static_cast<long long>(l.value);
+    }
+    return -1;
+  };
+  auto without = engine::deps::installer_rlimits(options, request);
+  CHECK(value(without, RLIMIT_FSIZE) == (5ll << 20));
+  CHECK(value(without, RLIMIT_CORE) == 0);
+  CHECK(value(without, RLIMIT_CPU) == 42);
+  CHECK(value(without, RLIMIT_DATA) == (300ll << 20));
+  CHECK(value(without, RLIMIT_NPROC) == 33);
+  request.memory_counted = request.processes_counted = true;
+  auto with = engine::deps::installer_rlimits(options, request);
+  CHECK(value(with, RLIMIT_DATA) == -1);
+  CHECK(value(with, RLIMIT_NPROC) == -1);
+  CHECK(value(with, RLIMIT_FSIZE) == (5ll << 20));
 }

@@ -1,0 +1,60 @@
+// A user-mode network for one sandbox: a fresh network namespace whose only way out is Debian's
+// pasta (passt), a user-space TCP/UDP stack that makes the namespace's connections from the
+// host as ordinary sockets. Inside, 127.0.0.1 and abstract unix sockets are the namespace's own
+// (the host's are unreachable), pasta forwards no port in either direction (-t/-u/-T/-U none)
+// and does not map its gateway address to the host's loopback (--no-map-gw); link-local and
+// cloud metadata addresses are routed nowhere. The internet is reachable.
+//
+// Started through the one process runner (sandbox/process.h), as pid 1 of a pid namespace of
+// its own (unshare) so that nothing it starts outlives it: pasta runs `sh` as a holder of
+// the namespace; once the holder says it is ready (pasta configured the interface first), the
+// namespace is opened by fd and handed to whatever joins it (ProcessSpec::netns_fd). Destroying
+// the object kills pasta and the holder; so does the end of the server (or of the thread that
+// started it).
+//
+// Needs root (pasta attaches a namespace only as the namespace's owner, and /dev/net/tun may be
+// root's alone); the caller falls back (and says so) otherwise.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "sandbox/process.h"
+#include "sandbox/unique_fd.h"
+
+namespace sandbox {
+
+class UserNetwork {
+ public:
+  // pasta on PATH (or at `path`), or nullopt.
+  static std::optional<std::string> find_pasta(const std::string& path = "pasta");
+  // Starts pasta and its namespace, ready for use when it returns. Blocks (pasta's start, then
+  // `ip route`): call it off the event loop, on a thread that outlives the object (pasta is
+  // killed when that thread ends). Throws SpawnError (pasta missing or failing, not ready within
+  // `ready_timeout_ms`).
+  static UserNetwork start(const std::string& pasta_program, int ready_timeout_ms = 10000);
+
+  UserNetwork(UserNetwork&&) noexcept = default;
+  UserNetwork& operator=(UserNetwork&&) noexcept = default;
+  ~UserNetwork();
+
+  int netns_fd() const { return netns_.get(); }
+  // The process started: util-linux's unshare, parent of pasta (pid 1 of its pid namespace).
+  pid_t pid() const { return pasta_.pid(); }
+
+ private:
+  explicit UserNetwork(Process pasta) : pasta_(std::move(pasta)) {}
+  Process pasta_;
+  UniqueFd holder_;  // pidfd of the holder (pid 1 of pasta's pid namespace)
+  UniqueFd netns_;   // its network namespace
+};
+
+// Kills every user-mode network's pasta and holder (their process groups) now, and any started
+// later: for a server that exits without destroying its objects (std::_Exit), whose pasta may be
+// half-started (pasta's child, not yet the holder, would wait forever for its dead parent).
+void kill_user_networks();
+
+// The pasta command line that starts a namespace with `holder` as its first process.
+std::vector<std::string> pasta_argv(const std::string& pasta_program, const std::vector<std::string>& holder);
+
+}  // namespace sandbox

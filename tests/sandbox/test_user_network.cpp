@@ -1,0 +1,121 @@
+// The user-mode network: pasta's command line forwards nothing either way, and (as root, with
+// pasta installed) a process joined to the namespace is in another network namespace, cannot
+// reach a listener on the host's 127.0.0.1 and has no route to link-local addresses.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+#include <thread>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sandbox/process.h"
+#include "sandbox/unique_fd.h"
+#include "sandbox/user_network.h"
+
+namespace {
+
+long find_seq(const std::vector<std::string>& argv, const std::vector<std::string>& items) {
+  for (std::size_t i = 0; i + items.size() <= argv.size(); ++i) {
+    if (std::equal(items.begin(), items.end(), argv.begin() + static_cast<long>(i))) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("pasta forwards no port either way and maps no gateway to the host", "[user_network]") {
+  const auto argv = sandbox::pasta_argv("/usr/bin/pasta", {"/bin/sh", "-c", "x"});
+  for (const char* flag : {"-t", "-u", "-T", "-U"}) CHECK(find_seq(argv, {flag, "none"}) >= 0);
+  CHECK(find_seq(argv, {"--no-map-gw"}) >= 0);
+  CHECK(find_seq(argv, {"--config-net"}) >= 0);
+  const long dash = find_seq(argv, {"--"});
+  REQUIRE(dash >= 0);
+  CHECK(std::vector<std::string>(argv.begin() + dash + 1, argv.end()) ==
+        std::vector<std::string>{"/bin/sh", "-c", "x"});
+}
+
+TEST_CASE("a process in the user-mode network reaches neither the host loopback nor link-local",
+          "[user_network]") {
+  const auto pasta = sandbox::UserNetwork::find_pasta();
+  if (!pasta || ::geteuid() != 0) {
+    WARN("skipped: needs root and pasta (apt install passt)");
+    return;
+  }
+  // A listener on the host's loopback.
+  sandbox::UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(listener.get(), 4) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+
+  auto network = sandbox::UserNetwork::start(*pasta);
+  sandbox::ProcessSpec spec;
+  spec.argv = {"/usr/bin/python3", "-I", "-c",
+               "import os, socket, sys\n"
+               "print(os.readlink('/proc/self/ns/net'))\n"
+               "for host, port in (('127.0.0.1', int(sys.argv[1])), ('169.254.169.254', 80)):\n"
+               "    try:\n"
+               "        socket.create_connection((host, port), timeout=3); print('reached')\n"
+               "    except OSError as e: print(e.errno)\n",
+               port};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.netns_fd = network.netns_fd();
+  spec.timeout_ms = 20000;
+  const auto r = sandbox::run_process(spec);
+  REQUIRE(r.ok());
+  const std::string own = std::filesystem::read_symlink("/proc/self/ns/net").string();
+  CHECK(r.out.find(own) == std::string::npos);
+  CHECK(r.out.find("reached") == std::string::npos);
+  CHECK(r.out.find("111") != std::string::npos);  // ECONNREFUSED: nothing listens there
+}
+
+TEST_CASE("pasta and its namespace holder die with the thread that started them", "[user_network]") {
+  const auto pasta = sandbox::UserNetwork::find_pasta();
+  if (!pasta || ::geteuid() != 0) {
+    WARN("skipped: needs root and pasta (apt install passt)");
+    return;
+  }
+  // Started on a thread that then ends (as the server's worker thread does when the server
+  // dies), while the object lives on: pasta (under unshare) gets SIGKILL, and its holder with it.
+  std::optional<sandbox::UserNetwork> network;
+  std::vector<std::string> holders;  // the processes in the namespace, found while pasta lives
+  std::thread([&] {
+    network.emplace(sandbox::UserNetwork::start(*pasta));
+    const std::string ns =
+        std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(network->netns_fd())).string();
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::error_code ec;
+      const auto link = std::filesystem::read_symlink(entry.path() / "ns" / "net", ec);
+      if (!ec && link.string() == ns) holders.push_back(entry.path().filename().string());
+    }
+  }).join();
+  REQUIRE(network);
+  REQUIRE(!holders.empty());
+  const std::string pid = std::to_string(network->pid());
+  auto state = [](const std::string& id) {
+    std::ifstream in("/proc/" + id + "/stat");
+    std::string line;
+    std::getline(in, line);
+    const auto close = line.rfind(')');
+    return close == std::string::npos || close + 2 >= line.size() ? 'X' : line[close + 2];
+  };
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = state(pid) == 'Z' || state(pid) == 'X';
+    for (const auto& h : holders) gone = gone && (state(h) == 'Z' || state(h) == 'X');
+    if (!gone) ::usleep(20000);
+  }
+  CHECK(gone);
+}
