@@ -57,12 +57,13 @@ void LineFramer::end_discarding() {
   on_oversize_(over);
 }
 
-void LineFramer::feed(std::string_view bytes) {
-  while (!bytes.empty()) {
+std::size_t LineFramer::feed(std::string_view bytes) {
+  const std::size_t total = bytes.size();
+  while (!bytes.empty() && !paused_) {
     const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
     if (nl == nullptr) {
       append_partial(bytes);
-      return;
+      return total;
     }
     const auto len = static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data());
     const std::string_view head = bytes.substr(0, len);
@@ -80,6 +81,7 @@ void LineFramer::feed(std::string_view bytes) {
       emit(line);
     }
   }
+  return total - bytes.size();
 }
 
 void LineFramer::finish() {

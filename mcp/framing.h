@@ -31,10 +31,17 @@ class LineFramer {
   LineFramer(LineFn on_line, OversizeFn on_oversize, std::size_t max_line_bytes = kMaxLineBytes);
 
   // Delivers every complete line in `bytes` (without "\n" or a trailing "\r"); blank lines are
-  // skipped. Callbacks run synchronously, in order.
-  void feed(std::string_view bytes);
+  // skipped. Callbacks run synchronously, in order. Returns how many bytes were taken: all of
+  // them, unless a callback called pause(); then the bytes after that line's "\n" are left for a
+  // later feed (after resume()).
+  std::size_t feed(std::string_view bytes);
   // End of input: a final line without "\n" is still delivered.
   void finish();
+
+  // From a callback: stop after the line being delivered (one message at a time).
+  void pause() { paused_ = true; }
+  void resume() { paused_ = false; }
+  bool paused() const { return paused_; }
 
   // Bytes held for the current incomplete line (bounded by max_line_bytes + 1).
   std::size_t buffered_bytes() const { return partial_.size(); }
@@ -50,6 +57,7 @@ class LineFramer {
   std::size_t max_;
   std::string partial_;
   bool discarding_ = false;
+  bool paused_ = false;
   std::uint64_t discarded_ = 0;
   bool discarded_cr_ = false;  // the last byte discarded so far was '\r'
   IdSniffer sniffer_;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -38,23 +39,44 @@ void StdioTransport::stop_reading() {
   in_.cancel(ignored);
 }
 
+void StdioTransport::pause() { reader_paused_ = true; }
+
+void StdioTransport::resume() {
+  if (!reader_paused_ || !reading_) return;
+  reader_paused_ = false;
+  deliver();
+}
+
 void StdioTransport::read_more() {
   in_.async_read_some(asio::buffer(buffer_), [this](const asio::error_code& ec, std::size_t n) {
     if (!reading_) return;
-    if (n > 0) on_bytes_(std::string_view(buffer_.data(), n));
-    if (!reading_) return;  // the callback may have stopped us
+    pending_ = std::string_view(buffer_.data(), n);
     if (ec) {
       if (ec != asio::error::eof) spdlog::warn("mcp: reading stdin failed: {}", ec.message());
-      reading_ = false;
-      if (on_eof_) on_eof_();
-      return;
+      input_ended_ = true;
     }
-    if (queued_bytes_ > max_queued_) {
-      read_paused_ = true;  // resumed by write_more once the client has caught up
-      return;
-    }
-    read_more();
+    deliver();
   });
+}
+
+void StdioTransport::deliver() {
+  while (!pending_.empty() && !reader_paused_) {
+    const std::size_t taken = std::min(on_bytes_(pending_), pending_.size());
+    if (!reading_) return;  // the callback may have stopped us
+    if (taken < pending_.size()) reader_paused_ = true;  // resume() offers the rest
+    pending_.remove_prefix(taken);
+  }
+  if (reader_paused_) return;
+  if (input_ended_) {
+    reading_ = false;
+    if (on_eof_) on_eof_();
+    return;
+  }
+  if (queued_bytes_ > max_queued_) {
+    read_paused_ = true;  // resumed by write_more once the client has caught up
+    return;
+  }
+  read_more();
 }
 
 void StdioTransport::send(std::string message) {
@@ -95,6 +117,7 @@ void StdioTransport::write_more() {
       queued_bytes_ = 0;
     }
     write_more();
+    if (on_written_) on_written_();
   });
 }
 

@@ -144,3 +144,54 @@ TEST_CASE("an oversize line's length leaves out its \\r, however the reads cut i
     CHECK(c.oversize[1].bytes == 8);
   }
 }
+
+TEST_CASE("a reader pausing after a line takes one message at a time") {
+  std::vector<std::string> lines;
+  mcp::LineFramer* self = nullptr;
+  mcp::LineFramer framer(
+      [&](std::string_view line) {
+        lines.emplace_back(line);
+        self->pause();
+      },
+      [](const mcp::OversizeLine&) {});
+  self = &framer;
+  const std::string_view input = "{\"a\":1}\n{\"b\":2}\r\n{\"c\":3}\n{\"d\"";
+  const std::size_t first = framer.feed(input);
+  CHECK(first == 8);  // "{\"a\":1}\n" and nothing after it
+  CHECK(lines == std::vector<std::string>{"{\"a\":1}"});
+  CHECK(framer.paused());
+  CHECK(framer.feed(input.substr(first)) == 0);  // paused: takes nothing
+  framer.resume();
+  const std::size_t second = framer.feed(input.substr(first));
+  CHECK(second == 9);
+  CHECK(lines.back() == "{\"b\":2}");
+  framer.resume();
+  const std::size_t third = framer.feed(input.substr(first + second));
+  CHECK(third == 8);
+  framer.resume();
+  CHECK(framer.feed(input.substr(first + second + third)) == 4);  // a partial line is kept
+  CHECK(lines.size() == 3);
+  framer.resume();
+  framer.feed(":4}\n");
+  CHECK(lines.back() == "{\"d\":4}");
+}
+
+TEST_CASE("a line ending a read that is over the limit pauses too, and its rest is taken after") {
+  std::vector<std::string> lines;
+  std::size_t oversize = 0;
+  mcp::LineFramer* self = nullptr;
+  mcp::LineFramer framer([&](std::string_view line) { lines.emplace_back(line); },
+                         [&](const mcp::OversizeLine&) {
+                           ++oversize;
+                           self->pause();
+                         },
+                         8);
+  self = &framer;
+  framer.feed("0123456789");
+  const std::size_t taken = framer.feed("abc\n{}\n");
+  CHECK(oversize == 1);
+  CHECK(taken == 4);
+  framer.resume();
+  CHECK(framer.feed(std::string_view("abc\n{}\n").substr(taken)) == 3);
+  CHECK(lines == std::vector<std::string>{"{}"});
+}

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/event_loop.h"
 #include "mcp/framing.h"
@@ -61,7 +62,7 @@ TEST_CASE("a client that does not read its output stops being read from") {
       },
       [](const mcp::OversizeLine&) {});
   std::atomic<bool> eof{false};
-  transport.start([&](std::string_view bytes) { framer.feed(bytes); }, [&] { eof = true; });
+  transport.start([&](std::string_view bytes) { return framer.feed(bytes); }, [&] { eof = true; });
   std::thread loop([&] { io.run(); });
 
   const std::string line(99, 'l');
@@ -128,5 +129,46 @@ TEST_CASE("messages leave one per line, whole and in order") {
   CHECK(got == expected);
   CHECK(transport.queued_bytes() == 0);
   ::close(input.write);
+  ::close(output.read);
+}
+
+TEST_CASE("a reader taking one message at a time gets the rest on resume, end of input last") {
+  PipePair input, output;
+  asio::io_context io;
+  mcp::StdioTransport transport(io, sandbox::UniqueFd(input.read), sandbox::UniqueFd(output.write));
+  std::vector<std::string> lines;
+  mcp::LineFramer framer(
+      [&](std::string_view line) {
+        lines.emplace_back(line);
+        framer.pause();
+        transport.pause();
+      },
+      [](const mcp::OversizeLine&) {});
+  bool eof = false;
+  transport.start([&](std::string_view bytes) { return framer.feed(bytes); }, [&] {
+    framer.finish();
+    eof = true;
+  });
+  const std::string data = "one\ntwo\nthree\n";
+  REQUIRE(::write(input.write, data.data(), data.size()) == static_cast<ssize_t>(data.size()));
+  ::close(input.write);  // all of it and the end of input are there at once
+  io.run_for(std::chrono::milliseconds(200));
+  CHECK(lines == std::vector<std::string>{"one"});
+  CHECK(transport.paused());
+  CHECK_FALSE(eof);
+  for (const char* expected : {"two", "three"}) {
+    framer.resume();
+    transport.resume();
+    io.restart();
+    io.run_for(std::chrono::milliseconds(100));
+    CHECK(lines.back() == expected);
+    CHECK_FALSE(eof);
+  }
+  framer.resume();
+  transport.resume();
+  io.restart();
+  io.run_for(std::chrono::milliseconds(200));
+  CHECK(lines.size() == 3);
+  CHECK(eof);
   ::close(output.read);
 }
