@@ -5,52 +5,25 @@
 // numpy, a killed install, LRU eviction and pre-import of declared packages.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { connect, textOf } from './lib/client.mjs';
+import { backend, connect, serverPath, textOf } from './lib/client.mjs';
+import { writePackages } from './lib/wheelhouse.mjs';
+import { findUv, envWithUv, uvUnavailable } from './lib/tools.mjs';
+
+// Where a cache dir keeps its environments: the docker backend's, built for its image's
+// interpreter, live apart from the host's.
+const DOCKER_IMAGE = process.env.MPES_DOCKER_IMAGE ?? 'mcp-python-exec-sandbox:bookworm';
+function envsDir(cacheDir) {
+  return backend === 'docker'
+    ? path.join(cacheDir, `docker-${DOCKER_IMAGE.replace(/[^A-Za-z0-9.-]/g, '_')}`, 'envs')
+    : path.join(cacheDir, 'envs');
+}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const PYTHON = '/usr/bin/python3';
 
-// Writes wheels (and sdists with an in-tree build backend) from a JSON list of specs.
-const WRITER = String.raw`
-import base64, hashlib, io, json, os, sys, tarfile, zipfile
-out_dir = sys.argv[1]
-for s in json.loads(sys.argv[2]):
-    if s.get("sdist_backend"):
-        base = "%s-%s" % (s["name"], s["version"])
-        files = {"pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "mpes_backend"\nbackend-path = ["."]\n',
-                 "PKG-INFO": "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (s["name"], s["version"]),
-                 "mpes_backend.py": s["sdist_backend"]}
-        with tarfile.open(os.path.join(out_dir, base + ".tar.gz"), "w:gz") as t:
-            for name, text in files.items():
-                data = text.encode()
-                info = tarfile.TarInfo(base + "/" + name)
-                info.size = len(data)
-                t.addfile(info, io.BytesIO(data))
-        continue
-    dist = "%s-%s.dist-info" % (s["name"], s["version"])
-    meta = "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (s["name"], s["version"])
-    if s.get("requires_python"):
-        meta += "Requires-Python: %s\n" % s["requires_python"]
-    meta += "".join("Requires-Dist: %s\n" % r for r in s.get("requires", []))
-    entries = {p: t.encode() for p, t in s.get("files", {}).items()}
-    for p, n in s.get("random_files", {}).items():
-        entries[p] = os.urandom(n)
-    entries[dist + "/METADATA"] = meta.encode()
-    entries[dist + "/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: mpes-e2e\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    record = []
-    for p, data in entries.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append("%s,sha256=%s,%d" % (p, digest, len(data)))
-    record.append(dist + "/RECORD,,")
-    entries[dist + "/RECORD"] = ("\n".join(record) + "\n").encode()
-    with zipfile.ZipFile(os.path.join(out_dir, "%s-%s-py3-none-any.whl" % (s["name"], s["version"])), "w") as z:
-        for p, data in entries.items():
-            z.writestr(p, data)
-`;
 
 const PACKAGES = [
   { name: 'mpes_leaf', version: '1.0', files: { 'mpes_leaf/__init__.py': "VERSION = '1.0'\n" } },
@@ -85,19 +58,16 @@ function tempDir(prefix, parent = os.tmpdir()) {
 // /tmp, which every run replaces with its own.
 const cacheDir = () => tempDir('mpes-e2e-cache-', path.join(os.homedir(), '.cache'));
 
-function writePackages(dir) {
-  execFileSync(PYTHON, ['-I', '-c', WRITER, dir, JSON.stringify(PACKAGES)]);
-}
 
 // Complete environments in the cache (content-addressed directory names).
 function environments(cacheDir) {
-  const envs = path.join(cacheDir, 'envs');
+  const envs = envsDir(cacheDir);
   if (!fs.existsSync(envs)) return [];
   return fs.readdirSync(envs).filter((n) => /^[0-9a-f]{64}$/.test(n));
 }
 
 function buildDirs(cacheDir) {
-  const envs = path.join(cacheDir, 'envs');
+  const envs = envsDir(cacheDir);
   if (!fs.existsSync(envs)) return [];
   return fs.readdirSync(envs).filter((n) => n.startsWith('.tmp-'));
 }
@@ -121,11 +91,13 @@ function block(deps) {
 }
 
 const wheels = tempDir('mpes-e2e-wheels-');
-writePackages(wheels);
+writePackages(wheels, PACKAGES);
 process.on('exit', () => fs.rmSync(wheels, { recursive: true, force: true }));
 
+// pip, the fallback installer, also where uv is on PATH (uv: the last suite, and pypi.test.mjs).
 function serverArgs(cacheDir, extra = []) {
-  return ['--find-links', wheels, '--offline', '--cache-dir', cacheDir, '--log-level', 'info', ...extra];
+  return ['--find-links', wheels, '--offline', '--cache-dir', cacheDir, '--log-level', 'info',
+    '--uv-path', '/nonexistent/uv', ...extra];
 }
 
 describe('dependencies (offline, --find-links)', () => {
@@ -317,7 +289,7 @@ describe('a cache dir under /tmp', () => {
         'import mpes_chain, mpes_leaf\nprint(mpes_chain.LEAF, mpes_leaf.__file__.startswith("/tmp/"))\n',
         ['mpes_chain', 'mpes-leaf==1.0']);
       assert.equal(sc.stdout, '1.0 False\n', text);
-      assert.ok(fs.readdirSync(path.join(cache, 'envs')).length >= 1, 'the environment is in the cache dir');
+      assert.ok(fs.readdirSync(envsDir(cache)).length >= 1, 'the environment is in the cache dir');
     } finally {
       await conn.client.close();
       fs.rmSync(cache, { recursive: true, force: true });
@@ -343,8 +315,11 @@ describe('cache warming', () => {
     const cache = cacheDir();
     // An index nothing listens on: the prefetch of packages the interpreter lacks must fail.
     const args = ['--cache-dir', cache, '--index-url', 'http://127.0.0.1:9/simple', '--log-level', 'info'];
+    // pip retries a refused connection five times per package with back-off (a minute and more
+    // for the list): this user's pip configuration says not to.
+    const env = { PIP_RETRIES: '0' };
     try {
-      const first = await connect(args);
+      const first = await connect(args, { env });
       let state;
       try {
         state = await settledWarmState(first.client);
@@ -354,7 +329,7 @@ describe('cache warming', () => {
         await first.client.close();
       }
       assert.match(state, /^(failed: |done: )/, `first start: ${state}`);
-      const second = await connect(args);
+      const second = await connect(args, { env });
       try {
         const again = await settledWarmState(second.client);
         if (state.startsWith('failed')) {
@@ -365,6 +340,56 @@ describe('cache warming', () => {
         assert.doesNotMatch(second.stderr(), /installing \d+ requirement/, 'no installer ran again');
       } finally {
         await second.client.close();
+      }
+    } finally {
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  });
+
+  test('warms for the interpreter scripts run on (--python-version), fetching what it lacks', async (t) => {
+    // Find an interpreter other than the default (e.g. a pyenv 3.12), as the server sees them.
+    const probe = await connect(['--no-warm-cache']);
+    let other;
+    try {
+      for (let i = 0; i < 200 && !other; i++) {
+        const env = await probe.client.callTool({ name: 'check_environment', arguments: {} });
+        const all = env.structuredContent?.interpreters ?? [];
+        const def = all.find((it) => it.default);
+        other = all.find((it) => def && it.shared && !it.version.startsWith(def.version.split('.').slice(0, 2).join('.') + '.'));
+        if (!other && all.length > 1) break;
+        if (!other) await sleep(250);
+      }
+    } finally {
+      await probe.client.close();
+    }
+    if (!other) {
+      t.skip('SKIPPED: no interpreter of another Python version than the default on this machine for this user');
+      return;
+    }
+    const majorMinor = other.version.split('.').slice(0, 2).join('.');
+    // What that interpreter lacks of the warm-up list, asked of the interpreter itself.
+    const list = fs.readFileSync(new URL('../profiles/warmup_packages.txt', import.meta.url), 'utf8')
+      .split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean);
+    const lacking = Number(execFileSync(other.executable, ['-I', '-c',
+      'import sys, importlib.metadata as m\n' +
+      'def has(n):\n    try:\n        m.version(n); return True\n    except m.PackageNotFoundError:\n        return False\n' +
+      'print(sum(not has(n) for n in sys.argv[1:]))', ...list], { encoding: 'utf8' }).trim());
+    const cache = cacheDir();
+    try {
+      // An index nothing listens on: what matters is what the installer was asked for.
+      const conn = await connect(['--cache-dir', cache, '--python-version', majorMinor,
+        '--index-url', 'http://127.0.0.1:9/simple', '--log-level', 'info'], { env: { PIP_RETRIES: '0' } });
+      try {
+        const state = await settledWarmState(conn.client);
+        if (lacking === 0) {
+          assert.match(state, /already has every warm-up package/, state);
+        } else {
+          assert.match(conn.stderr(), new RegExp(`installing ${lacking} requirement\\(s\\) with (uv|pip) into [^\\n]*\\.warm-`),
+            `Python ${other.version} lacks ${lacking} of ${list.length}: ${conn.stderr()}`);
+          assert.match(state, /^(failed: |done: \d+ package\(s\) cached for Python )/, state);
+        }
+      } finally {
+        await conn.client.close();
       }
     } finally {
       fs.rmSync(cache, { recursive: true, force: true });
@@ -388,18 +413,13 @@ describe('cache warming', () => {
   });
 });
 
-let uvFound = false;
-try {
-  execFileSync('uv', ['--version'], { stdio: 'ignore' });
-  uvFound = true;
-} catch {
-  uvFound = false;
-}
+const uv = findUv();
 
-describe('uv installer', { skip: uvFound ? false : 'SKIPPED: uv is not installed on this machine' }, () => {
+describe('uv installer', { skip: uv ? false : `SKIPPED: ${uvUnavailable}` }, () => {
   test('installs offline from --find-links with uv', async () => {
     const cache = cacheDir();
-    const conn = await connect(serverArgs(cache));
+    const conn = await connect(['--find-links', wheels, '--offline', '--cache-dir', cache, '--log-level', 'info'],
+      { env: envWithUv(uv) });
     try {
       const { text, sc } = await run(conn.client, 'import mpes_chain\nprint(mpes_chain.LEAF)\n', ['mpes_chain', 'mpes-leaf==1.0']);
       assert.equal(sc.stdout, '1.0\n', text);
@@ -409,4 +429,50 @@ describe('uv installer', { skip: uvFound ? false : 'SKIPPED: uv is not installed
       fs.rmSync(cache, { recursive: true, force: true });
     }
   });
+});
+
+// A find-links directory only the server's user can read (mkdtemp's 0700). Started by root, the
+// server runs the installer as nobody, which cannot read it: it refuses at start-up, naming the
+// directory and the fix. Started by the directory's owner, installs from it work.
+describe('--find-links in a directory private to the server\'s user', () => {
+  const root = process.getuid() === 0;
+  test('as root: refused at start-up with the directory and the fix', { skip: root ? false : 'SKIPPED: not root' }, () => {
+    const privateWheels = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-e2e-private-wheels-'));
+    try {
+      const r = spawnSync(serverPath, ['--find-links', privateWheels], { input: '', encoding: 'utf8', timeout: 10000 });
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, new RegExp(`--find-links ${privateWheels}: .*uid 65534.*chmod o\\+rx ${privateWheels}`));
+      assert.equal(r.stdout, '');
+      // Readable by others: accepted (the server starts, and ends at the end of its input).
+      fs.chmodSync(privateWheels, 0o755);
+      const ok = spawnSync(serverPath, ['--find-links', privateWheels, '--no-warm-cache', '--log-level', 'off'],
+        { input: '', encoding: 'utf8', timeout: 30000 });
+      assert.equal(ok.status, 0, ok.stderr);
+    } finally {
+      fs.rmSync(privateWheels, { recursive: true, force: true });
+    }
+  });
+  for (const installer of ['pip', 'uv']) {
+    const skip = root ? 'SKIPPED: as root it is refused (above)'
+      : installer === 'uv' && !uv ? `SKIPPED: ${uvUnavailable}` : false;
+    test(`as its owner: installs from it with ${installer}`, { skip }, async () => {
+      const privateWheels = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-e2e-private-wheels-'));
+      assert.equal(fs.statSync(privateWheels).mode & 0o777, 0o700);
+      writePackages(privateWheels, PACKAGES);
+      const cache = cacheDir();
+      const args = ['--find-links', privateWheels, '--offline', '--cache-dir', cache, '--log-level', 'info'];
+      const conn = installer === 'pip'
+        ? await connect([...args, '--uv-path', '/nonexistent/uv'])
+        : await connect(args, { env: envWithUv(uv) });
+      try {
+        const { text, sc } = await run(conn.client, 'import mpes_leaf\nprint(mpes_leaf.VERSION)\n', ['mpes-leaf==1.0']);
+        assert.equal(sc.stdout, '1.0\n', text);
+        assert.match(conn.stderr(), new RegExp(`installing \\d+ requirement\\(s\\) with ${installer}`));
+      } finally {
+        await conn.client.close();
+        fs.rmSync(cache, { recursive: true, force: true });
+        fs.rmSync(privateWheels, { recursive: true, force: true });
+      }
+    });
+  }
 });

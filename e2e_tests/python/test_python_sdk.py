@@ -20,7 +20,8 @@ SERVER = os.environ.get(
     "MPES_SERVER",
     os.path.join(os.path.dirname(__file__), "..", "..", "build", "mcp-python-exec-sandbox"),
 )
-TOOLS = ["execute_python", "validate_script", "check_environment"]
+TOOLS = ["execute_python", "validate_script", "check_environment", "create_session", "fork_session",
+         "reset_session", "close_session", "list_sessions"]
 
 
 class HttpServer:

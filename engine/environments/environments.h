@@ -20,6 +20,7 @@
 #include "engine/environments/installer.h"
 #include "engine/interpreters/discovery.h"
 #include "engine/packaging/script_metadata.h"
+#include "sandbox/cgroup.h"
 
 namespace engine {
 
@@ -28,6 +29,9 @@ struct EnvironmentsConfig {
   std::uint64_t max_bytes = 4096ull << 20;  // --env-cache-max-mb
   deps::InstallerOptions installer;         // uv path, index options, sandboxing, timeout
   unsigned worker_threads = 4;
+  // Where each install gets a control group of its own (memory and process limits for its whole
+  // tree, installer.limits); none: rlimits stand in.
+  sandbox::CgroupSetup cgroups;
 };
 
 struct EnvResult {
@@ -67,10 +71,15 @@ class Environments {
   Environments& operator=(const Environments&) = delete;
 
   // The environment for `requirements` (already merged; markers are evaluated here for the
-  // interpreter). `done` is called exactly once; `progress` may be empty. Concurrent calls for
-  // the same set share one resolution and one install.
-  void ensure(const Interpreter& interpreter, std::vector<Requirement> requirements,
-              ProgressFn progress, DoneFn done);
+  // interpreter). `done` is called exactly once, unless the call is abandoned first; `progress`
+  // may be empty. Concurrent calls for the same set share one resolution and one install.
+  // Returns a ticket for abandon().
+  std::uint64_t ensure(const Interpreter& interpreter, std::vector<Requirement> requirements,
+                       ProgressFn progress, DoneFn done);
+  // The caller no longer waits (its deadline passed, it was cancelled): its callbacks are dropped
+  // and, when no other call waits for the same set, the install is killed (its whole tree; the
+  // half-built environment is removed). io thread only.
+  void abandon(std::uint64_t ticket);
 
   // Cache warming: installs `packages` the interpreter lacks into a throw-away directory so that
   // the installer's cache holds them. `done` gets a one-line status; failures are not fatal.

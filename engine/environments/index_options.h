@@ -13,6 +13,10 @@ struct IndexOptions {
   std::vector<std::string> extra_index_urls;
   std::vector<std::string> find_links;
   bool offline = false;
+  // A digest of the user's own installer configuration that reaches the installer (variables and
+  // configuration files, installer_config.h): environments are keyed by it too, so that changing
+  // where packages come from never reuses an environment built from elsewhere.
+  std::string user_configuration;
 };
 
 }  // namespace engine

@@ -120,7 +120,8 @@ print(json.dumps({"has_pip": has_pip, "exact": Spec is not None, "results": resu
 
 RequirementCheck check_requirements(const Interpreter& interpreter,
                                     const std::vector<Requirement>& requirements,
-                                    const std::vector<std::string>& extra_paths) {
+                                    const std::vector<std::string>& extra_paths,
+                                    const ContainerWrap& container) {
   nlohmann::json request;
   request["paths"] = extra_paths;
   request["requirements"] = nlohmann::json::array();
@@ -132,6 +133,12 @@ RequirementCheck check_requirements(const Interpreter& interpreter,
   spec.argv = {interpreter.executable, "-I", "-c", std::string(kProbe), request.dump()};
   spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
   spec.timeout_ms = 60000;
+  if (container) {
+    std::vector<ContainerMount> mounts;
+    for (const auto& path : extra_paths) mounts.push_back({path, false});
+    spec.argv = container(spec.argv, spec.env, mounts, false, 65534, 65534);
+    spec.env = sandbox::inherited_environment();
+  }
   sandbox::ProcessResult p = sandbox::run_process(spec);
   if (!p.ok()) {
     throw std::runtime_error("could not check which requirements " + interpreter.executable +

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/environments/container.h"
 #include "engine/interpreters/discovery.h"
 #include "engine/packaging/script_metadata.h"
 
@@ -27,10 +28,11 @@ struct RequirementCheck {
 };
 
 // `extra_paths` go first on sys.path (an environment's site dir: "does this environment, on
-// top of the interpreter, satisfy them?"). Throws std::runtime_error with an actionable
+// top of the interpreter, satisfy them?"). With `container`, the interpreter is run there. Throws std::runtime_error with an actionable
 // message when the interpreter cannot be run.
 RequirementCheck check_requirements(const Interpreter& interpreter,
                                     const std::vector<Requirement>& requirements,
-                                    const std::vector<std::string>& extra_paths = {});
+                                    const std::vector<std::string>& extra_paths = {},
+                                    const ContainerWrap& container = {});
 
 }  // namespace engine

@@ -89,7 +89,8 @@ std::string environment_key(const Interpreter& interpreter, const std::vector<Re
        {{"index_url", index.index_url.value_or("")},
         {"extra_index_urls", index.extra_index_urls},
         {"find_links", index.find_links},
-        {"offline", index.offline}}}};
+        {"offline", index.offline},
+        {"user_configuration", index.user_configuration}}}};
   return sha256_hex(material.dump());
 }
 
@@ -383,8 +384,14 @@ std::vector<std::string> EnvironmentStore::evict() {
   return evicted;
 }
 
-std::optional<EnvironmentStore::WarmRecord> EnvironmentStore::last_warm() const {
-  const std::string path = cache_dir_ + "/warm-cache.status";
+namespace {
+std::string warm_status_path(const std::string& cache_dir, const std::string& interpreter) {
+  return cache_dir + "/warm-cache-" + sha256_hex(interpreter).substr(0, 16) + ".status";
+}
+}  // namespace
+
+std::optional<EnvironmentStore::WarmRecord> EnvironmentStore::last_warm(const std::string& interpreter) const {
+  const std::string path = warm_status_path(cache_dir_, interpreter);
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   auto text = read_small_file(path);
@@ -394,8 +401,8 @@ std::optional<EnvironmentStore::WarmRecord> EnvironmentStore::last_warm() const 
   return record;
 }
 
-void EnvironmentStore::record_warm(const std::string& status) const {
-  write_small_file(cache_dir_ + "/warm-cache.status", status + "\n");
+void EnvironmentStore::record_warm(const std::string& interpreter, const std::string& status) const {
+  write_small_file(warm_status_path(cache_dir_, interpreter), status + "\n");
 }
 
 }  // namespace engine

@@ -101,13 +101,15 @@ class EnvironmentStore {
   };
   Usage usage() const;
 
-  // The last cache-warming outcome (one line) and its age in seconds; nullopt when none.
+  // The last cache-warming outcome (one line) for one interpreter (`interpreter`: its
+  // executable; wheels and what the interpreter already has differ from one to another) and its
+  // age in seconds; nullopt when none.
   struct WarmRecord {
     std::string status;
     std::int64_t age_seconds = 0;
   };
-  std::optional<WarmRecord> last_warm() const;
-  void record_warm(const std::string& status) const;
+  std::optional<WarmRecord> last_warm(const std::string& interpreter) const;
+  void record_warm(const std::string& interpreter, const std::string& status) const;
 
  private:
   enum class LockKind { build, lease };

@@ -93,6 +93,10 @@ TEST_CASE("environment keys depend on interpreter, requirement set and index opt
   engine::IndexOptions links;
   links.find_links = {"/srv/wheels"};
   CHECK(engine::environment_key(py, {req("a>=1"), req("b")}, links) != k1);
+  // The user's own installer configuration (its digest) is part of the key.
+  engine::IndexOptions configured;
+  configured.user_configuration = "digest-of-another-index-configuration";
+  CHECK(engine::environment_key(py, {req("a>=1"), req("b")}, configured) != k1);
 }
 
 TEST_CASE("get_or_build builds once, then finds the environment", "[store]") {
@@ -265,23 +269,38 @@ TEST_CASE("an unwritable cache directory is an actionable error", "[store]") {
   CHECK_THROWS_WITH(store.open(), Catch::Contains("--cache-dir"));
 }
 
-TEST_CASE("the last cache-warming outcome is kept with its age", "[store]") {
+TEST_CASE("the last cache-warming outcome is kept with its age, per interpreter", "[store]") {
   fixtures::TempDir dir;
   EnvironmentStore store(dir.path() + "/cache", 1ull << 30);
   store.open();
-  CHECK_FALSE(store.last_warm().has_value());
-  store.record_warm("failed: no index reachable");
-  auto last = store.last_warm();
+  const std::string py311 = "/usr/bin/python3.11", py312 = "/opt/python3.12/bin/python3.12";
+  CHECK_FALSE(store.last_warm(py311).has_value());
+  store.record_warm(py311, "failed: no index reachable");
+  auto last = store.last_warm(py311);
   REQUIRE(last.has_value());
   CHECK(last->status == "failed: no index reachable");
   CHECK(last->age_seconds >= 0);
   CHECK(last->age_seconds < 60);
+  // Another interpreter has its own record: warming one says nothing of the other.
+  CHECK_FALSE(store.last_warm(py312).has_value());
+  store.record_warm(py312, "done: 17 package(s) cached");
+  CHECK(store.last_warm(py311)->status == "failed: no index reachable");
   // An older record reads as older: the age comes from the file's modification time.
-  const auto path = dir.path() + "/cache/warm-cache.status";
+  std::string path;
+  for (const auto& entry : fs::directory_iterator(dir.path() + "/cache")) {
+    const auto name = entry.path().filename().string();
+    std::ifstream in(entry.path());
+    std::string line;
+    if (name.rfind("warm-cache-", 0) == 0 && std::getline(in, line) && line == "failed: no index reachable") {
+      path = entry.path().string();
+    }
+  }
+  REQUIRE_FALSE(path.empty());
   fs::last_write_time(path, fs::last_write_time(path) - std::chrono::hours(2));
-  last = store.last_warm();
+  last = store.last_warm(py311);
   REQUIRE(last.has_value());
   CHECK(last->age_seconds >= 2 * 3600 - 60);
-  store.record_warm("done: 3 package(s) cached");
-  CHECK(store.last_warm()->status == "done: 3 package(s) cached");
+  CHECK(store.last_warm(py312)->age_seconds < 60);
+  store.record_warm(py311, "done: 3 package(s) cached");
+  CHECK(store.last_warm(py311)->status == "done: 3 package(s) cached");
 }

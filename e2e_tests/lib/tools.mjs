@@ -1,0 +1,75 @@
+// The real tools the e2e tests drive next to the server: uv, the default installer of dependency
+// environments, found as a user's uv is found.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const UV_LOCK = path.resolve(here, '../requirements-uv.txt');
+
+function onPath(name, pathVar = process.env.PATH ?? '') {
+  for (const dir of pathVar.split(':')) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      return candidate;
+    } catch { /* next */ }
+  }
+  return null;
+}
+
+function pinnedVersion() {
+  const m = fs.readFileSync(UV_LOCK, 'utf8').match(/^uv==(\S+)/m);
+  return m ? m[1] : null;
+}
+
+let cached;
+// { bin, dir, how } for uv: on PATH; else the checkout's tools environment (.tools/venv/bin, made by
+// scripts/install-deps.sh); else the same pin (requirements-uv.txt) installed by pip from the
+// user's index into ~/.cache/mpes-e2e-tools (a copy of e2e_tests/ without the checkout's tools).
+// null when none can be had (the reason in `uvUnavailable`).
+export let uvUnavailable = '';
+export function findUv() {
+  if (cached !== undefined) return cached;
+  const fromPath = onPath('uv');
+  if (fromPath) return (cached = { bin: fromPath, dir: path.dirname(fromPath), how: 'PATH' });
+  const tools = path.resolve(here, '../../.tools/venv/bin/uv');
+  if (fs.existsSync(tools)) return (cached = { bin: tools, dir: path.dirname(tools), how: 'tools environment' });
+  const version = pinnedVersion();
+  const venv = path.join(os.homedir(), '.cache', 'mpes-e2e-tools', `uv-${version}`);
+  const bin = path.join(venv, 'bin', 'uv');
+  if (!fs.existsSync(bin)) {
+    try {
+      fs.rmSync(venv, { recursive: true, force: true });
+      execFileSync('/usr/bin/python3', ['-m', 'venv', venv], { stdio: 'pipe' });
+      execFileSync(path.join(venv, 'bin', 'python'), ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check',
+        '--no-deps', '--require-hashes', '-r', UV_LOCK], { stdio: 'pipe', timeout: 300000 });
+    } catch (e) {
+      uvUnavailable = `uv ${version} could not be installed into ${venv}: ${e.stderr?.toString() ?? e.message}`;
+      return (cached = null);
+    }
+  }
+  return (cached = { bin, dir: path.dirname(bin), how: 'pinned, installed by the tests' });
+}
+
+// A directory holding only uv (a link to it), as uv's own installer leaves it in ~/.local/bin: the
+// tools environment's bin/ also has a python, which must not become the server's default.
+let uvOnlyDir;
+function uvOnly(uv) {
+  if (uv.how === 'PATH') return uv.dir;
+  if (!uvOnlyDir) {
+    uvOnlyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-e2e-uv-bin-'));
+    fs.chmodSync(uvOnlyDir, 0o755);
+    fs.symlinkSync(uv.bin, path.join(uvOnlyDir, 'uv'));
+    process.on('exit', () => fs.rmSync(uvOnlyDir, { recursive: true, force: true }));
+  }
+  return uvOnlyDir;
+}
+
+// The server's environment with uv found on PATH, as for a user who installed it.
+export function envWithUv(uv, base = process.env) {
+  return { ...base, PATH: `${uvOnly(uv)}:${base.PATH ?? '/usr/local/bin:/usr/bin:/bin'}` };
+}
