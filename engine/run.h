@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/files/work_files.h"
+
 namespace engine {
 
 // How a run ended (text `--- end: <reason> ---`, structuredContent `end_reason`).
@@ -27,6 +29,21 @@ struct RunRequest {
   // Who asked (an HTTP client's address; empty on stdio, one client): runs of different clients
   // take turns for the slots (engine/scheduler.h).
   std::string client;
+  // Who asks: the client the MCP layer identified (its connection, token or protocol session).
+  // A session is only ever found for the owner that created it.
+  std::string owner;
+  std::optional<std::string> session_id;  // run as the next step of this session
+  std::vector<InputFile> input_files;     // checked (engine/files/work_files.h)
+  std::vector<std::string> output_files;  // globs, checked
+};
+
+// What a step did to its session (RunResult::session).
+struct StepReport {
+  std::string session_id;
+  std::uint64_t step = 0;       // the step this run created; when not kept, the one it continues from
+  bool kept = false;            // false: the session continues from the state before this run
+  bool snapshots = true;        // false: the interpreter runs threads, no snapshot was taken
+  std::string note;             // what happened to the session, in words
 };
 
 // One output stream as kept: head + marker + tail when over --max-output-bytes.
@@ -65,7 +82,49 @@ struct RunResult {
   std::optional<nlohmann::json> return_value_json;
   std::vector<Image> images;
   std::vector<std::string> notes;  // e.g. "2 figures dropped (--max-images 4)"
+  std::vector<OutputFile> files;   // output_files that matched, within --max-output-file-bytes
   RunUsage usage;
+  std::optional<StepReport> session;  // a session's step
+};
+
+struct SessionRequest {
+  std::string owner;                           // as RunRequest::owner
+  std::string client;                          // as RunRequest::client (turns in the queue)
+  std::vector<std::string> dependencies;       // PEP 508; the session's environment
+  std::optional<std::string> python_version;   // "X.Y"; empty = the server's default
+};
+
+// One session as list_sessions and the session tools show it.
+struct SessionInfo {
+  std::string id;
+  std::string python_version;
+  std::vector<std::string> dependencies;
+  std::uint64_t step = 0;              // the head: the state the next step starts from
+  std::vector<std::uint64_t> kept;     // steps reset_session and fork_session can use
+  std::uint64_t steps_run = 0;         // steps kept since it was created (forks: since the fork)
+  std::int64_t age_seconds = 0;
+  std::int64_t idle_seconds = 0;
+  std::int64_t memory_bytes = -1;      // its sandbox's memory now (shared with its forks); -1 unknown
+  bool running = false;                // a step is running
+  bool snapshots = true;               // false: its interpreter has threads (steps run in place)
+  std::string forked_from;             // "ID at step N" for a fork
+  std::string shares_sandbox_with;     // ids of the other sessions in its sandbox (forks)
+};
+
+struct SessionReply {
+  std::optional<std::string> error;  // the call failed or was refused: why
+  bool refused = false;              // the error is about the request (unknown session, limits)
+  std::optional<SessionInfo> session;
+  std::string note;
+};
+
+struct SessionList {
+  std::vector<SessionInfo> sessions;  // the caller's only
+  unsigned max_sessions = 0;
+  std::size_t total = 0;              // all owners' (the --max-sessions bound counts them all)
+  unsigned idle_seconds = 0;
+  unsigned snapshots = 0;
+  std::string memory;                 // how a session's memory is bounded and measured
 };
 
 }  // namespace engine

@@ -18,6 +18,8 @@ _MPES_MAX_VALUE_BYTES = 102400
 _MPES_MAX_IMAGES = 4
 _MPES_CHANNEL = False  # the channel is usable (until a write to it fails)
 _MPES_SENT = False  # a frame was sent: the end record must follow
+_MPES_HELD = None  # a list while frames are held, to go out in one write (_mpes_send_held)
+_MPES_HELD_BYTES = 65536  # at most this much is held: a larger frame goes out with what was held
 _MPES_FIGURES = None  # per run: what was done with the figures so far
 _MPES_NEXT_UNRAISABLEHOOK = None  # per run: the hook ours hands over to while atexit runs
 _MPES_COMPILE_ERROR = None  # per run: the script's SyntaxError
@@ -26,6 +28,8 @@ _MPES_ENV_EXTRA = ()  # what preloads added to the environment
 _MPES_VALUE = None  # per run: the value of the last step (set by the zygote)
 _MPES_ERROR = None  # per run: the exception a step raised (set by the zygote)
 _MPES_PRELOAD_ENV = None  # the environment preloads were imported with
+_MPES_WORK = None  # the run's work dir (its cwd when it started)
+_MPES_STEP_PREFIX = None  # in a session: where its steps' sources are
 # Compiler flags: ast.PyCF_ONLY_AST, ast.PyCF_ALLOW_TOP_LEVEL_AWAIT (without importing ast);
 # inspect.CO_COROUTINE.
 _MPES_ONLY_AST = 0x400
@@ -119,10 +123,10 @@ def _mpes_prepare():
     import os
     import sys
 
-    global _mpes_zygote
+    global _mpes_zygote, _MPES_WORK
     _mpes_zygote = False
     sys.dont_write_bytecode = False
-    work = os.getcwd()
+    work = _MPES_WORK = os.getcwd()
     env = os.environ
     if work != _MPES_WORK_DIR:  # unsandboxed runs each get their own temporary directory
         env._data[env.encodekey("HOME")] = env._data[env.encodekey("TMPDIR")] = env.encodevalue(work)
@@ -180,6 +184,9 @@ def _mpes_begin():
     except OSError:
         _MPES_CHANNEL = False
 
+    _mpes_take_files_request()  # input files are in place before the script is
+    if _MPES_INPUT_ERROR is not None:
+        return ()
     main = _MPES_MAIN
     try:
         fd = os.open(main.__file__, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
@@ -204,7 +211,12 @@ def _mpes_begin():
         e.__traceback__ = None
         _MPES_COMPILE_ERROR = e
         return ()
-    namespace = main.__dict__
+    return _mpes_steps(code, expr, main.__dict__)
+
+
+def _mpes_steps(code, expr, namespace):
+    # The (code, globals) pairs the zygote evaluates to run a compiled script (or session step)
+    # in `namespace`, its last expression's value kept apart.
     if (code is not None and code.co_flags & _MPES_CO_COROUTINE) or (
             expr is not None and expr.co_flags & _MPES_CO_COROUTINE):
         # Top-level await: asyncio runs the script (python3 cannot run it at all).
@@ -255,7 +267,10 @@ def _mpes_end(error, value):
 
     code = 0
     sigint = False
-    if _MPES_COMPILE_ERROR is not None:
+    if _MPES_INPUT_ERROR is not None:
+        _mpes_write_stderr(_MPES_INPUT_ERROR + "\n")
+        code = 1
+    elif _MPES_COMPILE_ERROR is not None:
         code = _mpes_report(_mpes_syntax_error(_MPES_COMPILE_ERROR))
     elif isinstance(error, SystemExit):
         code = _mpes_exit_status(error)
@@ -271,6 +286,7 @@ def _mpes_end(error, value):
     if _MPES_FIGURES is not None or "matplotlib.pyplot" in sys.modules:
         _mpes_send_figures()
     code = _mpes_shutdown(code)
+    _mpes_send_outputs()  # after exit's flushes and finalizers: the files as the script left them
     if _MPES_SENT:  # a run that sent nothing (the common case) needs no end record either
         _mpes_send_end(-2 if sigint else code)
     if sigint:  # like CPython: die of SIGINT after an uncaught KeyboardInterrupt
@@ -537,17 +553,17 @@ def _mpes_unraisablehook(args):
         pass
 
 
-def _mpes_compile(source):
+def _mpes_compile(source, filename="script.py"):
     # (module code, last expression code): when the module's last statement is an expression
     # it is compiled apart, so that its value can be returned (Jupyter's semantics). Both keep
     # the script's line numbers; top-level await makes either a coroutine.
     flags = _MPES_TOP_LEVEL_AWAIT
-    tree = compile(source, "script.py", "exec", flags | _MPES_ONLY_AST, dont_inherit=True)
+    tree = compile(source, filename, "exec", flags | _MPES_ONLY_AST, dont_inherit=True)
     body = tree.body
     expr = None
     if body and type(body[-1]) is _MPES_EXPR:
-        expr = compile(_MPES_EXPRESSION(body.pop().value), "script.py", "eval", flags, dont_inherit=True)
-    code = compile(tree, "script.py", "exec", flags, dont_inherit=True) if body or expr is None else None
+        expr = compile(_MPES_EXPRESSION(body.pop().value), filename, "eval", flags, dont_inherit=True)
+    code = compile(tree, filename, "exec", flags, dont_inherit=True) if body or expr is None else None
     return code, expr
 
 
@@ -587,11 +603,16 @@ def _mpes_user_traceback(tb):
     # The traceback starts in the user's script: our frames (and asyncio's, for top-level
     # await) are left out.
     t = tb
-    while t is not None and t.tb_frame.f_code.co_filename != "script.py":
+    while t is not None and not _mpes_user_file(t.tb_frame.f_code.co_filename):
         t = t.tb_next
     if t is None and tb is not None:
         return tb.tb_next
     return t
+
+
+def _mpes_user_file(filename):
+    # The script's own file, or in a session one of its steps' (python_stubs/session.py).
+    return filename == "script.py" or (_MPES_STEP_PREFIX is not None and filename.startswith(_MPES_STEP_PREFIX))
 
 
 def _mpes_send(kind, payload):
@@ -601,10 +622,29 @@ def _mpes_send(kind, payload):
     if not _MPES_CHANNEL:
         return False
     _MPES_SENT = True
-    import os
     if isinstance(payload, str):
         payload = payload.encode("utf-8", "backslashreplace")
     frame = len(payload).to_bytes(4, "little") + bytes((kind,)) + payload
+    if _MPES_HELD is not None:
+        _MPES_HELD.append(frame)
+        if sum(map(len, _MPES_HELD)) <= _MPES_HELD_BYTES:
+            return True
+        return _mpes_send_held()  # (and no more holding)
+    return _mpes_write_frames(frame)
+
+
+def _mpes_send_held():
+    # The frames held since _MPES_HELD was set, in one write (the server wakes once for them).
+    global _MPES_HELD
+    held, _MPES_HELD = _MPES_HELD, None
+    if not held or not _MPES_CHANNEL:
+        return _MPES_CHANNEL
+    return _mpes_write_frames(held[0] if len(held) == 1 else b"".join(held))
+
+
+def _mpes_write_frames(frame):
+    global _MPES_CHANNEL
+    import os
     try:
         # Still a pipe: a script that closed the fd and opened a file on its number does not
         # get our frames written into that file.

@@ -65,16 +65,20 @@ std::optional<std::uint64_t> read_u64(const std::string& path) {
   return parse_u64(*text);
 }
 
-// "key value" lines (memory.events, pids.events, memory.oom_control).
-std::optional<std::uint64_t> read_key(const std::string& path, std::string_view key) {
-  auto text = read_file(path);
-  if (!text) return std::nullopt;
-  std::istringstream in(*text);
+// The value of `key` in "key value" lines (memory.events, pids.events, memory.oom_control).
+std::optional<std::uint64_t> key_value(const std::string& text, std::string_view key) {
+  std::istringstream in(text);
   std::string k, v;
   while (in >> k >> v) {
     if (k == key) return parse_u64(v);
   }
   return std::nullopt;
+}
+
+std::optional<std::uint64_t> read_key(const std::string& path, std::string_view key) {
+  auto text = read_file(path);
+  if (!text) return std::nullopt;
+  return key_value(*text, key);
 }
 
 bool has_word(const std::string& text, std::string_view word) {
@@ -553,14 +557,59 @@ JoinFds RunCgroup::open_join_fds() const {
   return JoinFds(std::move(fds));
 }
 
+namespace {
+
+// The files of a run's limit counters, for read_stats() and CgroupCounters alike.
+std::vector<std::pair<CgroupCounters::File, std::string>> counter_files(CgroupVersion version,
+                                                                       const std::string& memory_dir,
+                                                                       const std::string& pids_dir) {
+  using File = CgroupCounters::File;
+  std::vector<std::pair<File, std::string>> files;
+  if (version == CgroupVersion::v2) {
+    files.emplace_back(File::memory_events, memory_dir + "/memory.events");
+  } else if (!memory_dir.empty()) {
+    files.emplace_back(File::memory_failcnt, memory_dir + "/memory.failcnt");
+    files.emplace_back(File::memory_failcnt, memory_dir + "/memory.memsw.failcnt");
+    files.emplace_back(File::memory_oom_control, memory_dir + "/memory.oom_control");
+  }
+  if (!pids_dir.empty()) files.emplace_back(File::pids_events, pids_dir + "/pids.events");
+  return files;
+}
+
+// Adds what one counter file says (its text as read) to `s`.
+void add_counters(CgroupCounters::File file, const std::string& text, CgroupStats& s) {
+  using File = CgroupCounters::File;
+  switch (file) {
+    case File::memory_events:
+      s.memory_limit_hits += key_value(text, "max").value_or(0);
+      s.oom_kills += key_value(text, "oom_kill").value_or(0);
+      break;
+    case File::memory_failcnt:
+      s.memory_limit_hits += parse_u64(text).value_or(0);
+      break;
+    case File::memory_oom_control:
+      s.oom_kills += key_value(text, "oom_kill").value_or(0);
+      break;
+    case File::pids_events:
+      s.pids_limit_hits += key_value(text, "max").value_or(0);
+      break;
+  }
+}
+
+}  // namespace
+
 CgroupStats RunCgroup::read_stats() const {
   CgroupStats s;
+  for (const auto& [file, path] : counter_files(version_, memory_dir_, pids_dir_)) {
+    if (auto text = read_file(path)) add_counters(file, *text, s);
+  }
   if (version_ == CgroupVersion::v2) {
     if (auto peak = read_u64(memory_dir_ + "/memory.peak")) {
       s.memory_peak_bytes = static_cast<std::int64_t>(*peak);
     }
-    s.memory_limit_hits = read_key(memory_dir_ + "/memory.events", "max").value_or(0);
-    s.oom_kills = read_key(memory_dir_ + "/memory.events", "oom_kill").value_or(0);
+    if (auto current = read_u64(memory_dir_ + "/memory.current")) {
+      s.memory_current_bytes = static_cast<std::int64_t>(*current);
+    }
     // Every v2 cgroup has cpu.stat, with or without the cpu controller.
     if (auto usage = read_key(memory_dir_ + "/cpu.stat", "usage_usec")) {
       s.cpu_usage_us = static_cast<std::int64_t>(*usage);
@@ -569,15 +618,39 @@ CgroupStats RunCgroup::read_stats() const {
     if (auto peak = read_u64(memory_dir_ + "/memory.max_usage_in_bytes")) {
       s.memory_peak_bytes = static_cast<std::int64_t>(*peak);
     }
-    s.memory_limit_hits = read_u64(memory_dir_ + "/memory.failcnt").value_or(0) +
-                          read_u64(memory_dir_ + "/memory.memsw.failcnt").value_or(0);
-    s.oom_kills = read_key(memory_dir_ + "/memory.oom_control", "oom_kill").value_or(0);
+    if (auto current = read_u64(memory_dir_ + "/memory.usage_in_bytes")) {
+      s.memory_current_bytes = static_cast<std::int64_t>(*current);
+    }
   }
   if (!pids_dir_.empty()) {
-    s.pids_limit_hits = read_key(pids_dir_ + "/pids.events", "max").value_or(0);
     if (auto peak = read_u64(pids_dir_ + "/pids.peak")) {
       s.pids_peak = static_cast<std::int64_t>(*peak);
     }
+  }
+  return s;
+}
+
+CgroupCounters RunCgroup::open_counters() const {
+  CgroupCounters counters;
+  for (const auto& [file, path] : counter_files(version_, memory_dir_, pids_dir_)) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd) counters.add(file, std::move(fd));
+  }
+  return counters;
+}
+
+void CgroupCounters::add(File file, UniqueFd fd) { files_.emplace_back(file, std::move(fd)); }
+
+CgroupStats CgroupCounters::read() const {
+  CgroupStats s;
+  for (const auto& [file, fd] : files_) {
+    char buf[512];
+    ssize_t n;
+    do {
+      n = ::pread(fd.get(), buf, sizeof buf - 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) continue;
+    add_counters(file, std::string(buf, static_cast<std::size_t>(n)), s);
   }
   return s;
 }

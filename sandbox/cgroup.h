@@ -17,9 +17,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sandbox/policy.h"
+#include "sandbox/unique_fd.h"
 
 namespace sandbox {
 
@@ -61,6 +63,7 @@ void release_cgroups(const CgroupSetup& setup);
 
 struct CgroupStats {
   std::int64_t memory_peak_bytes = -1;  // -1 = unknown
+  std::int64_t memory_current_bytes = -1;  // in use now (v2 memory.current, v1 usage_in_bytes)
   std::uint64_t memory_limit_hits = 0;  // v1 memory(.memsw).failcnt, v2 memory.events max
   std::uint64_t oom_kills = 0;          // processes the OOM killer killed in this run
   std::uint64_t pids_limit_hits = 0;    // forks/clones refused by pids.max (pids.events max)
@@ -91,6 +94,23 @@ class JoinFds {
 // Throws SetupError; closes nothing (the caller's fd cleanup does).
 void join_cgroups(const std::vector<int>& fds);
 
+// The limit counters of one run's cgroup(s) (memory limit hits, OOM kills, refused forks) with
+// their files held open and read again in place (a cgroup file read from offset 0 is generated
+// anew): for counters read often, as a session's before and after each of its steps, without a
+// path walk and an open per file each time.
+class CgroupCounters {
+ public:
+  enum class File { memory_events, memory_failcnt, memory_oom_control, pids_events };
+  CgroupCounters() = default;  // reads nothing: every counter 0
+  void add(File file, UniqueFd fd);
+  // What read_stats() says of the three counters (the other fields unknown); a file that cannot
+  // be read counts 0.
+  CgroupStats read() const;
+
+ private:
+  std::vector<std::pair<File, UniqueFd>> files_;
+};
+
 // One run's cgroup(s). Move-only; the destructor kills what is left in them and removes them.
 class RunCgroup {
  public:
@@ -107,6 +127,7 @@ class RunCgroup {
   const std::vector<std::string>& dirs() const { return dirs_; }
   JoinFds open_join_fds() const;  // throws SetupError
   CgroupStats read_stats() const;
+  CgroupCounters open_counters() const;  // the files that cannot be opened are left out
   std::vector<int> pids() const;  // processes in the run's cgroup(s), server's pid namespace
   void kill_all() const;          // SIGKILL to everything in the cgroup(s)
   // kill_all, wait briefly for the processes to go, rmdir. Returns false (and keeps the

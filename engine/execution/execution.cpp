@@ -32,14 +32,14 @@ std::runtime_error os_error(const char* what, int err) {
   return std::runtime_error(text);
 }
 
-UniqueFd script_memfd(const std::string& script) {
-  UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "script.py", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
+UniqueFd sealed_memfd(const char* name, const std::string& data) {
+  UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING)));
   if (!fd) throw os_error("memfd_create", errno);
   std::size_t done = 0;
-  while (done < script.size()) {
-    const ssize_t n = ::write(fd.get(), script.data() + done, script.size() - done);
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(std::string("writing the script: ") + std::strerror(errno));
+    if (n <= 0) throw std::runtime_error(std::string("writing the ") + name + ": " + std::strerror(errno));
     done += static_cast<std::size_t>(n);
   }
   // Sealed: the run reads exactly what was sent, and nothing can write to it.
@@ -53,6 +53,25 @@ std::pair<UniqueFd, UniqueFd> make_pipe() {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) throw os_error("pipe", errno);
   return {UniqueFd(p[0]), UniqueFd(p[1])};
+}
+
+// A script that prints a lot writes it in few large writes; with the default 64 KiB pipe each
+// one blocks until the server has read, one round trip per 64 KiB. The stdout pipe holds 512 KiB
+// instead (1 MiB of output: 2 wake-ups, not 16). The kernel counts every pipe's capacity against
+// its user (pipe-user-pages-soft, 64 MiB by default) and, past that, gives every NEW pipe of the
+// user a single page: so at most 32 runs (16 MiB) hold a wide pipe at once, the rest keep the
+// default. The returned token holds one of those places until it is destroyed; empty when the
+// pipe was not widened.
+std::shared_ptr<void> widen_pipe(int fd) {
+  constexpr int kStdoutPipeBytes = 512 * 1024;
+  constexpr int kMaxWidePipes = 32;
+  static std::atomic<int> wide_pipes{0};
+  if (wide_pipes.fetch_add(1) >= kMaxWidePipes || ::fcntl(fd, F_SETPIPE_SZ, kStdoutPipeBytes) < 0) {
+    wide_pipes.fetch_sub(1);
+    return nullptr;
+  }
+  static int place;  // any address: the token only needs to be non-empty
+  return std::shared_ptr<void>(&place, [](void*) { wide_pipes.fetch_sub(1); });
 }
 
 }  // namespace
@@ -71,17 +90,34 @@ Execution::Execution(asio::io_context& io, std::uint64_t id, Config config, Done
       answer_timer_(io) {}
 
 void Execution::start(const std::shared_ptr<ZygoteProcess>& zygote, const std::string& script,
-                      std::uint32_t timeout_seconds) {
+                      std::uint32_t timeout_seconds, const FilesRequest* files) {
+  const std::uint64_t id = id_;
+  // The launch holds the zygote for as long as the run can still be sent or answered.
+  start(
+      [zygote, id, timeout_seconds](std::vector<int> fds, bool with_files, ZygoteProcess::RunCallbacks callbacks,
+                                    std::string& why) {
+        const bool sent = zygote->run(id, timeout_seconds, std::move(fds), std::move(callbacks),
+                                      with_files ? zygote::kRunFlagFiles : zygote::kRunFlagNone);
+        if (!sent) why = "the zygote is not ready: " + zygote->failure();
+        return sent;
+      },
+      script, timeout_seconds, files);
+}
+
+void Execution::start(Launch launch, const std::string& script, std::uint32_t timeout_seconds,
+                      const FilesRequest* files) {
   state_ = State::running;
-  zygote_ = zygote;
   dispatched_at_ = Clock::now();
 
   UniqueFd memfd;
+  UniqueFd files_fd;
   std::array<std::pair<UniqueFd, UniqueFd>, 3> pipes;
   sandbox::JoinFds join;
   try {
-    memfd = script_memfd(script);
+    memfd = sealed_memfd("script.py", script);
+    if (files != nullptr) files_fd = sealed_memfd("files", encode_files_request(*files));
     for (auto& p : pipes) p = make_pipe();
+    wide_pipe_ = widen_pipe(pipes[0].first.get());
     if (config_.cgroups != nullptr &&
         (config_.cgroups->limits_memory() || config_.cgroups->limits_processes())) {
       cgroup_ = sandbox::RunCgroup::create(*config_.cgroups, "run-" + std::to_string(id_), config_.limits);
@@ -91,8 +127,9 @@ void Execution::start(const std::shared_ptr<ZygoteProcess>& zygote, const std::s
     fail(std::string("cannot prepare the run: ") + e.what());
     return;
   }
-  // The zygote's run message: script, stdout, stderr, result channel, then the cgroup joins.
+  // Script, stdout, stderr, result channel, [files request], then the cgroup joins.
   std::vector<int> fds = {memfd.get(), pipes[0].second.get(), pipes[1].second.get(), pipes[2].second.get()};
+  if (files_fd) fds.push_back(files_fd.get());
   for (int fd : join.fds()) fds.push_back(fd);
 
   std::weak_ptr<Execution> weak = weak_from_this();
@@ -109,11 +146,13 @@ void Execution::start(const std::shared_ptr<ZygoteProcess>& zygote, const std::s
   callbacks.failed = [weak](const std::string& reason) {
     if (auto self = weak.lock()) self->fail(reason);
   };
-  if (!zygote->run(id_, timeout_seconds, fds, std::move(callbacks))) {
-    fail("the zygote is not ready: " + zygote->failure());
+  std::string why;
+  if (!launch(fds, files_fd.valid(), std::move(callbacks), why)) {
+    fail(why);
     return;
   }
-  if (state_ == State::finished) return;  // the zygote could not take it (failed already)
+  launch_ = std::move(launch);
+  if (state_ == State::finished) return;  // it could not be taken (failed already)
   // The run holds the only write ends now: EOF means the run is done with them.
   for (std::size_t i = 0; i < pipes.size(); ++i) {
     pipes[i].second.reset();
@@ -121,9 +160,10 @@ void Execution::start(const std::shared_ptr<ZygoteProcess>& zygote, const std::s
     pipes_[i].non_blocking(true);
     read_stream(static_cast<int>(i));
   }
+  std::weak_ptr<Execution> weak_self = weak_from_this();
   deadline_.expires_after(std::chrono::seconds(timeout_seconds));
-  deadline_.async_wait([weak](const std::error_code& ec) {
-    auto self = weak.lock();
+  deadline_.async_wait([weak_self](const std::error_code& ec) {
+    auto self = weak_self.lock();
     if (!ec && self) self->on_deadline();
   });
 }
@@ -247,6 +287,7 @@ void Execution::finish() {
     std::error_code ignored;
     pipe.close(ignored);
   }
+  wide_pipe_.reset();
 
   RunEvidence evidence;
   evidence.dispatched = dispatched;
@@ -277,7 +318,7 @@ void Execution::finish() {
     asio::post(config_.cgroup_remover, [cgroup] { cgroup->remove(); });
   }
   pidfd_.reset();
-  zygote_.reset();
+  launch_ = nullptr;  // (what it holds: the zygote, the session's holder)
   if (done_) {
     // Posted: the owner may start new runs from its callback while this one unwinds.
     asio::post(io_, [done = std::move(done_), evidence = std::move(evidence)]() mutable {

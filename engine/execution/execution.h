@@ -22,6 +22,7 @@
 #include "engine/execution/outcome.h"
 #include "engine/execution/output_capture.h"
 #include "engine/execution/result_channel.h"
+#include "engine/files/work_files.h"
 #include "engine/pool/zygote_process.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/unique_fd.h"
@@ -48,10 +49,18 @@ class Execution : public std::enable_shared_from_this<Execution> {
   Execution(const Execution&) = delete;
   Execution& operator=(const Execution&) = delete;
 
+  // How the run's fds reach the process that runs it: a zygote (a run) or a session's holder (a
+  // step, engine/sessions/). fds: script, stdout, stderr, result, [the files request when
+  // `files`], then cgroup.procs fds. False, with why, when it cannot be sent.
+  using Launch = std::function<bool(std::vector<int> fds, bool files, ZygoteProcess::RunCallbacks callbacks,
+                                    std::string& why)>;
+
   // Sends the run to `zygote`. A failure to prepare or send ends the run at once (done is called
-  // before start returns).
+  // before start returns). `files`: input and output files (none when null).
   void start(const std::shared_ptr<ZygoteProcess>& zygote, const std::string& script,
-             std::uint32_t timeout_seconds);
+             std::uint32_t timeout_seconds, const FilesRequest* files = nullptr);
+  void start(Launch launch, const std::string& script, std::uint32_t timeout_seconds,
+             const FilesRequest* files = nullptr);
   // The caller no longer wants it: killed, answered as cancelled (unless it had already ended).
   void cancel();
   // The service failed under it: killed, answered at once with `message`.
@@ -85,8 +94,9 @@ class Execution : public std::enable_shared_from_this<Execution> {
   std::array<asio::posix::stream_descriptor, 3> pipes_;
   std::array<std::array<char, 64 * 1024>, 3> buffers_{};
   std::array<bool, 3> eof_{};
+  std::shared_ptr<void> wide_pipe_;  // a place among the widened stdout pipes (execution.cpp)
 
-  std::shared_ptr<ZygoteProcess> zygote_;
+  Launch launch_;  // kept until the end: what it captured stays alive meanwhile
   sandbox::UniqueFd pidfd_;
   bool kill_when_started_ = false;
   sandbox::RunCgroup cgroup_;

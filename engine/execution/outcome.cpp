@@ -36,6 +36,8 @@ int exit_code_of(int wait_status) {
 }  // namespace
 
 RunResult decide_outcome(RunEvidence evidence) {
+  const bool per_process_memory =
+      evidence.sandbox == "native" && !evidence.memory_counted && evidence.memory_limit_bytes > 0;
   RunResult result;
   result.stdout_stream = std::move(evidence.stdout_stream);
   result.stderr_stream = std::move(evidence.stderr_stream);
@@ -101,9 +103,17 @@ RunResult decide_outcome(RunEvidence evidence) {
     result.return_value_json = std::move(evidence.rich.value_json);
     result.images = std::move(evidence.rich.images);
     result.notes = std::move(evidence.rich.notes);
+    result.files = std::move(evidence.rich.files);
   } else {
     result.exit_code = -1;
     result.end_reason = EndReason::sandbox_error;
+  }
+  // Without a writable cgroup the memory limit is RLIMIT_DATA, which bounds each process alone:
+  // every result says so, since the tool's description cannot know the host.
+  if (!result.service_error && per_process_memory) {
+    result.notes.push_back("the memory limit (" + std::to_string(evidence.memory_limit_bytes >> 20) +
+                           " MiB) is per process: this host gives the server no writable cgroup, "
+                           "so the run's processes together may use more");
   }
   return result;
 }

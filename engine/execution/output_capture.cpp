@@ -7,34 +7,6 @@ namespace {
 
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid there.
-std::size_t valid_sequence_length(std::string_view s, std::size_t i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) return 1;
-  std::size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) lo = 0xA0;  // no overlongs
-    if (b0 == 0xED) hi = 0x9F;  // no surrogates
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) lo = 0x90;  // no overlongs
-    if (b0 == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (s.size() - i < len) return 0;
-  const auto b1 = static_cast<unsigned char>(s[i + 1]);
-  if (b1 < lo || b1 > hi) return 0;
-  for (std::size_t k = 2; k < len; ++k) {
-    if (!is_continuation(s[i + k])) return 0;
-  }
-  return len;
-}
-
 // Largest n <= want such that s[0, n) does not end inside a multi-byte sequence.
 std::size_t prefix_boundary(std::string_view s, std::size_t want) {
   std::size_t n = std::min(want, s.size());
@@ -75,38 +47,6 @@ std::size_t snap_suffix_to_line(std::string_view s, std::size_t start) {
 }
 
 }  // namespace
-
-std::size_t json_string_size(std::string_view text) {
-  std::size_t size = 0;
-  for (const char c : text) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b == '"' || b == '\\' || b == '\n' || b == '\t' || b == '\r' || b == '\b' || b == '\f') {
-      size += 2;  // \" \\ \n ...
-    } else if (b < 0x20 || b == 0x7f) {
-      size += 6;  // \u00XX
-    } else {
-      size += 1;
-    }
-  }
-  return size;
-}
-
-std::string sanitize_utf8(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  std::size_t i = 0;
-  while (i < bytes.size()) {
-    const std::size_t len = valid_sequence_length(bytes, i);
-    if (len == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-      ++i;
-    } else {
-      out.append(bytes.substr(i, len));
-      i += len;
-    }
-  }
-  return out;
-}
 
 OutputCapture::OutputCapture(std::size_t limit_bytes) : limit_(limit_bytes) {
   head_.reserve(std::min<std::size_t>(limit_, 64 * 1024));

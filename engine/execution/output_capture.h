@@ -10,12 +10,11 @@
 #include <string>
 #include <string_view>
 
+#include "engine/execution/json_string.h"  // json_string_size
+#include "engine/execution/utf8.h"         // sanitize_utf8
 #include "engine/run.h"
 
 namespace engine {
-
-// The size of `text` inside a JSON string: 2 for \" \\ \n \t \r \b \f, 6 for other control bytes.
-std::size_t json_string_size(std::string_view text);
 
 class OutputCapture {
  public:
@@ -47,8 +46,5 @@ class OutputCapture {
   std::size_t tail_pos_ = 0; // where the next byte goes once the ring is full
   std::uint64_t total_ = 0;
 };
-
-// Replaces every invalid UTF-8 sequence with U+FFFD (as Python's errors="replace" does).
-std::string sanitize_utf8(std::string_view bytes);
 
 }  // namespace engine

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "engine/execution/json_string.h"
 #include "engine/execution/output_capture.h"
 
 namespace engine {
@@ -30,32 +31,9 @@ const char* frame_name(ResultFrame type) {
     case ResultFrame::image_png: return "image_png";
     case ResultFrame::note: return "note";
     case ResultFrame::end: return "end";
+    case ResultFrame::file: return "file";
   }
   return "?";
-}
-
-// Bracket depth of JSON text (outside strings) stays within `limit`.
-bool json_nesting_within(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false, escape = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escape) {
-        escape = false;
-      } else if (c == '\\') {
-        escape = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
 }
 
 }  // namespace
@@ -81,6 +59,7 @@ void ResultDecoder::append(std::string_view bytes) {
       case ResultFrame::image_png: max = kMaxImageBytes; break;
       case ResultFrame::note: max = kMaxNoteBytes; break;
       case ResultFrame::end: max = kEndFrameBytes; break;
+      case ResultFrame::file: max = 4 + kMaxWorkPathBytes + limits_.max_file_bytes; break;
       default:
         reject("unknown frame type " + std::to_string(type_byte));
         return;
@@ -138,6 +117,23 @@ void ResultDecoder::take_frame(ResultFrame type, std::string_view payload) {
       if (result_.notes.size() >= kMaxNotes) return reject("too many notes");
       result_.notes.push_back(sanitize_utf8(payload));
       return;
+    case ResultFrame::file: {
+      if (payload.size() < 4) return reject("a file frame without its path");
+      const std::uint64_t length = little_endian(payload.substr(0, 4));
+      if (length > payload.size() - 4) return reject("a file frame whose path exceeds it");
+      const std::string_view path = payload.substr(4, static_cast<std::size_t>(length));
+      const WorkPath checked = check_work_path(path, false);
+      if (!checked.error.empty() || checked.path != path) return reject("a file outside the work dir");
+      const std::string_view content = payload.substr(4 + static_cast<std::size_t>(length));
+      if (result_.files.size() >= kMaxOutputFiles) return reject("more output files than allowed");
+      file_bytes_ += content.size();
+      if (file_bytes_ > limits_.max_file_bytes) return reject("output files over --max-output-file-bytes");
+      for (const auto& f : result_.files) {
+        if (f.path == path) return reject("an output file sent twice");
+      }
+      result_.files.push_back({std::string(path), mime_type_for(path), std::string(content)});
+      return;
+    }
     case ResultFrame::end: {
       if (payload.size() != kEndFrameBytes) return reject("an end frame of the wrong size");
       RunnerEnd end;

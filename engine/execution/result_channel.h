@@ -10,6 +10,8 @@
 //   note        UTF-8 text for the caller, e.g. "2 figures dropped (--max-images 4)"
 //   end         i32 exit code, then i64 user, system, children's user, children's system CPU
 //               microseconds (the runner's own os.times() just before it exits); last frame
+//   file        an output file (engine/files/work_files.h): u32 path length, the path relative
+//               to the work dir, then its bytes; within --max-output-file-bytes all together
 // A run with nothing to report (no value, no figure, no note) writes nothing at all: an empty
 // stream is a valid, empty result.
 //
@@ -28,11 +30,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/files/work_files.h"
 #include "engine/run.h"
 
 namespace engine {
 
-enum class ResultFrame : std::uint8_t { value_repr = 1, value_json = 2, image_png = 3, note = 4, end = 5 };
+enum class ResultFrame : std::uint8_t { value_repr = 1, value_json = 2, image_png = 3, note = 4, end = 5, file = 6 };
 
 inline constexpr std::size_t kResultFrameHeaderBytes = 5;
 inline constexpr std::size_t kMaxImageBytes = 1 << 20;
@@ -46,6 +49,7 @@ inline constexpr int kMaxValueJsonNesting = 1000;
 struct ResultLimits {
   std::size_t max_value_bytes = 102400;  // repr and JSON text each (--max-output-bytes)
   unsigned max_images = 4;               // --max-images
+  std::size_t max_file_bytes = 10u << 20;  // output files together (--max-output-file-bytes)
 };
 
 // The runner's end record.
@@ -60,6 +64,7 @@ struct RunnerResult {
   std::optional<nlohmann::json> value_json;
   std::vector<Image> images;  // base64-encoded PNGs
   std::vector<std::string> notes;
+  std::vector<OutputFile> files;  // output files, with their MIME types
   std::optional<RunnerEnd> end;  // absent for an empty stream
 };
 
@@ -87,6 +92,7 @@ class ResultDecoder {
   std::string pending_;  // an incomplete frame
   std::size_t frames_ = 0;
   bool json_seen_ = false;  // a value_json frame came (kept or, too deep, dropped)
+  std::size_t file_bytes_ = 0;
   RunnerResult result_;
   std::string error_;
 };

@@ -46,6 +46,12 @@ LibPython LibPython::load(const std::string& path) {
   resolve(lib.handle_, path, "PyErr_Fetch", lib.PyErr_Fetch);
   resolve(lib.handle_, path, "PyErr_NormalizeException", lib.PyErr_NormalizeException);
   resolve(lib.handle_, path, "PyException_SetTraceback", lib.PyException_SetTraceback);
+  resolve(lib.handle_, path, "PyLong_FromLongLong", lib.PyLong_FromLongLong);
+  resolve(lib.handle_, path, "PyLong_AsLongLong", lib.PyLong_AsLongLong);
+  resolve(lib.handle_, path, "PyErr_Clear", lib.PyErr_Clear);
+  resolve(lib.handle_, path, "PyErr_Occurred", lib.PyErr_Occurred);
+  resolve(lib.handle_, path, "PyEval_SaveThread", lib.PyEval_SaveThread);
+  resolve(lib.handle_, path, "PyEval_RestoreThread", lib.PyEval_RestoreThread);
   return lib;
 }
 
@@ -54,6 +60,29 @@ void* LibPython::main_function(const char* name) const {
   if (main == nullptr) return nullptr;
   void* dict = PyModule_GetDict(main);
   return dict == nullptr ? nullptr : PyDict_GetItemString(dict, name);
+}
+
+bool LibPython::set_int(void* dict, const char* name, long long value) const {
+  void* object = PyLong_FromLongLong(value);
+  if (object == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool ok = PyDict_SetItemString(dict, name, object) == 0;
+  Py_DecRef(object);
+  if (!ok) PyErr_Clear();
+  return ok;
+}
+
+long long LibPython::get_int(void* dict, const char* name, long long fallback) const {
+  void* object = PyDict_GetItemString(dict, name);  // borrowed
+  if (object == nullptr) return fallback;
+  const long long value = PyLong_AsLongLong(object);
+  if (value == -1 && PyErr_Occurred() != nullptr) {  // not an int (a real -1 sets no error)
+    PyErr_Clear();
+    return fallback;
+  }
+  return value;
 }
 
 bool LibPython::call(void* function) const {

@@ -39,6 +39,14 @@ class LibPython {
   void (*PyErr_Fetch)(void** type, void** value, void** traceback) = nullptr;
   void (*PyErr_NormalizeException)(void** type, void** value, void** traceback) = nullptr;
   int (*PyException_SetTraceback)(void* exception, void* traceback) = nullptr;
+  // For sessions (engine/zygote/session_holder.h): integers between C and the runner, and the
+  // GIL released while a holder waits (so that a session's own threads keep running).
+  void* (*PyLong_FromLongLong)(long long value) = nullptr;
+  long long (*PyLong_AsLongLong)(void* object) = nullptr;
+  void (*PyErr_Clear)() = nullptr;
+  void* (*PyErr_Occurred)() = nullptr;
+  void* (*PyEval_SaveThread)() = nullptr;
+  void (*PyEval_RestoreThread)(void* thread_state) = nullptr;
 
   int run(const std::string& code) const { return PyRun_SimpleStringFlags(code.c_str(), nullptr); }
   // A function of __main__ (borrowed; it lives as long as the interpreter), or nullptr.
@@ -52,6 +60,10 @@ class LibPython {
   // traceback set) in `globals_dict["_MPES_ERROR"]`, failed(). Nothing of ours holds a
   // reference to either meanwhile. finish and failed are expected not to return.
   void run_steps(void* begin, void* finish, void* failed, void* globals_dict) const;
+  // dict[name] = value (an int); false when it could not be set.
+  bool set_int(void* dict, const char* name, long long value) const;
+  // dict[name] as an int, or `fallback` when absent or not an int.
+  long long get_int(void* dict, const char* name, long long fallback) const;
 
  private:
   void* handle_ = nullptr;  // deliberately never dlclose'd: the interpreter lives as long as we do

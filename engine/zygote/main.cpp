@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,8 +39,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/zygote/children.h"
 #include "engine/zygote/libpython.h"
 #include "engine/zygote/protocol.h"
+#include "engine/zygote/session_holder.h"
 #include "python_stubs/mpes_python_stubs.h"
 #include "sandbox/child_setup.h"
 #include "sandbox/mounts.h"
@@ -52,6 +55,9 @@ namespace {
 
 namespace z = engine::zygote;
 using sandbox::UniqueFd;
+using z::children_of;
+using z::count_tasks;
+using z::kill_children_until_none;
 
 // Exit status of a run process whose sandbox setup failed (the status pipe says so; the code
 // itself is never shown as the script's).
@@ -66,7 +72,7 @@ struct Options {
   std::string preload;     // comma-separated modules
   std::string sys_path;    // the interpreter's own sys.path, newline-separated ("" = computed)
   std::string prefix;      // sys.prefix when it differs from the home (a venv)
-  bool isolate = true;     // native backend
+  bool isolate = true;     // native and docker backends
   bool network = true;
   sandbox::Limits limits;
   sandbox::RlimitFallbacks fallbacks;
@@ -75,6 +81,7 @@ struct Options {
   unsigned max_images = 4;                 // figures a run returns at most
   std::vector<std::string> argv;  // as started: the zygote starts itself again with fewer preloads
   std::string preload_dir;        // home and cwd of preloads' imports
+  std::string connect;            // --connect: the control socket's path (docker backend)
 };
 
 int remove_entry(const char* path, const struct stat*, int, FTW*) {
@@ -100,10 +107,10 @@ void log(const std::string& text) {
 [[noreturn]] void usage(const std::string& problem) {
   log(problem);
   log("usage: mcp-python-exec-sandbox-zygote (--libpython PATH | --spawn-executable PATH) --home PREFIX [--executable PATH] "
-      "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--max-value-bytes N] [--max-images N] [--backend native|none] [--network on|off] "
+      "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--max-value-bytes N] [--max-images N] [--backend native|docker|none] [--network on|off] "
       "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
       "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
-      "(control socket on fd 3; started by mcp-python-exec-sandbox)");
+      "[--connect SOCKET] (control socket on fd 3, or connected to SOCKET; started by mcp-python-exec-sandbox)");
   std::exit(2);
 }
 
@@ -143,10 +150,16 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--open-files") o.limits.open_files = static_cast<std::uint32_t>(number(flag, value));
     else if (flag == "--rlimit-memory") o.fallbacks.memory = value != "0";
     else if (flag == "--rlimit-processes") o.fallbacks.processes = value != "0";
+    else if (flag == "--connect") o.connect = value;
     else usage("unknown option " + flag);
   }
   if ((o.libpython.empty() && o.spawn_executable.empty()) || o.home.empty()) {
     usage("--home and one of --libpython / --spawn-executable are required");
+  }
+  if (!o.connect.empty()) {
+    // Started again (fewer preloads), the zygote keeps the connection it has on fd 3.
+    const auto at = std::find(o.argv.begin(), o.argv.end(), "--connect");
+    o.argv.erase(at, at + 2);
   }
   return o;
 }
@@ -159,18 +172,6 @@ std::uint64_t own_rss_bytes() {
   unsigned long long size = 0, resident = 0;
   if (std::sscanf(buf, "%llu %llu", &size, &resident) != 2) return 0;
   return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-}
-
-// Threads of this process; forking is only safe with exactly one.
-int count_tasks() {
-  DIR* dir = ::opendir("/proc/self/task");
-  if (dir == nullptr) return -1;
-  int n = 0;
-  while (const dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] != '.') ++n;
-  }
-  ::closedir(dir);
-  return n;
 }
 
 // One record on a run's status pipe (init -> zygote), written atomically (< PIPE_BUF).
@@ -207,54 +208,30 @@ void write_record(const StatusRecord& record) {
   ::_exit(kSetupFailedExit);
 }
 
-// The children of `parent` (from /proc/PID/stat, which every kernel has).
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> found;
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return found;
-  while (const dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    const std::string path = std::string("/proc/") + e->d_name + "/stat";
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) continue;
-    char buf[512];
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    // "pid (comm) state ppid ...": comm may hold anything, ')' included.
-    const char* close = std::strrchr(buf, ')');
-    char state = 0;
-    int ppid = 0;
-    if (close == nullptr || std::sscanf(close + 1, " %c %d", &state, &ppid) != 2) continue;
-    if (ppid == parent) found.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-  }
-  ::closedir(dir);
-  return found;
-}
-
-// Kills every child of this process, and those re-parented to it meanwhile (it is a
-// subreaper), until it has none left. Bounded: a process that cannot be killed is waited for
-// 10 s at most.
-void kill_children_until_none() {
-  const pid_t self = ::getpid();
-  for (int round = 0; round < 10000; ++round) {
-    for (const pid_t child : children_of(self)) ::kill(child, SIGKILL);
-    bool reaped = false;
-    for (;;) {
-      const pid_t p = ::waitpid(-1, nullptr, WNOHANG);
-      if (p > 0) {
-        reaped = true;
-        continue;
-      }
-      if (p < 0 && errno == ECHILD) return;
-      break;
-    }
-    if (!reaped) ::usleep(1000);
-  }
-}
-
 volatile sig_atomic_t g_terminate = 0;
 void note_terminate(int) { g_terminate = 1; }
+
+// A run's init: reaps every process of the run until the script itself has ended, adding up the
+// CPU and peak memory of each. True with the script's wait status in `record`; false when
+// waiting failed, or when SIGTERM (unsandboxed runs' inits) asked the init to stop first.
+bool reap_until_script_ends(pid_t script, StatusRecord& record) {
+  record.kind = StatusRecord::script_exited;
+  for (;;) {
+    int status = 0;
+    rusage usage{};
+    const pid_t p = ::wait4(-1, &status, 0, &usage);
+    if (p > 0) {
+      record.user_cpu_us += usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
+      record.system_cpu_us += usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
+      record.max_rss_kb = std::max<std::int64_t>(record.max_rss_kb, usage.ru_maxrss);
+    }
+    if (p == script) {
+      record.wait_status = status;
+      return true;
+    }
+    if (p < 0 && (errno != EINTR || g_terminate)) return false;
+  }
+}
 
 class Zygote {
  public:
@@ -316,6 +293,7 @@ class Zygote {
   void* finish_fn_ = nullptr;
   void* failed_fn_ = nullptr;
   void* runner_globals_ = nullptr;  // the runner's module dict (the zygote's __main__)
+  z::SessionRunner session_runner_;  // the runner's session functions
   UniqueFd signal_fd_;
   std::map<pid_t, Child> children_;
   // Prepared ahead, oldest (most likely done preparing) first: a run handed to a spare still
@@ -442,6 +420,7 @@ bool Zygote::boot_interpreter(int report_fd, std::string& warnings) {
   }
   // The runner's definitions first: the boot stub uses some of them.
   if (py_->run(std::string(python_stubs::runner()) + result_limits_source()) != 0 ||
+      py_->run(std::string(python_stubs::files())) != 0 || py_->run(std::string(python_stubs::session())) != 0 ||
       py_->run(std::string(python_stubs::boot())) != 0) {
     log("the boot stub failed (traceback above)");
     return false;
@@ -452,6 +431,19 @@ bool Zygote::boot_interpreter(int report_fd, std::string& warnings) {
   finish_fn_ = py_->main_function("_mpes_finish");
   failed_fn_ = py_->main_function("_mpes_failed");
   void* ready_fn = py_->main_function("_mpes_zygote_ready");
+  session_runner_.py = &*py_;
+  session_runner_.globals = runner_globals_;
+  session_runner_.start = py_->main_function("_mpes_session_start");
+  session_runner_.fork_prepare = py_->main_function("_mpes_fork_prepare");
+  session_runner_.forked = py_->main_function("_mpes_forked");
+  session_runner_.spare = py_->main_function("_mpes_step_spare");
+  session_runner_.begin = py_->main_function("_mpes_step_begin");
+  session_runner_.finish = py_->main_function("_mpes_step_finish");
+  session_runner_.failed = py_->main_function("_mpes_step_failed");
+  if (!session_runner_.complete()) {
+    log("the session stub does not define its functions");
+    return false;
+  }
   if (prepare_fn_ == nullptr || begin_fn_ == nullptr || finish_fn_ == nullptr || failed_fn_ == nullptr ||
       ready_fn == nullptr) {
     log("the runner stub does not define _mpes_zygote_ready/_mpes_prepare/_mpes_begin/_mpes_finish/_mpes_failed");
@@ -636,8 +628,12 @@ void Zygote::top_up_spares() {
 }
 
 void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
-  if (fds.size() < z::RunMessage::kFdCount) {
-    refuse(run.run_id, "RUN without its script/stdout/stderr/result fds");
+  if (fds.size() < z::RunMessage::fixed_fds(run.flags)) {
+    refuse(run.run_id, "RUN without the fds its flags call for");
+    return;
+  }
+  if ((run.flags & z::kRunFlagSession) != 0 && !session_runner_.complete()) {
+    refuse(run.run_id, "sessions need an interpreter with a shared libpython (this one is run by the spawn path)");
     return;
   }
   std::vector<int> raw;
@@ -668,9 +664,10 @@ void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
       sent = z::send_message(z::kControlFd, started);
     }
     if (sent != 0) log(std::string("cannot send STARTED: ") + std::strerror(sent));
-    // The next run's child prepares while this one runs (more once this one is over: each fork
-    // here delays this run's EXITED if it ends meanwhile).
-    if (spares_.size() < spares_wanted_) create_spare();
+    // Another spare is made now only when none is left: a fork here competes for the CPU with
+    // the run just started (and delays its EXITED if it ends meanwhile); otherwise the spares are
+    // topped up once this run's EXITED is sent.
+    if (spares_.empty() && spares_wanted_ > 0) create_spare();
     return;
   }
   refuse(run.run_id, "the run's child died before it could start (see the zygote's log)");
@@ -692,23 +689,9 @@ void Zygote::run_init(const sandbox::ChildSpec& spec) {
   for (int fd = 0; fd < kStatusFd; ++fd) ::close(fd);
   ::prctl(PR_SET_DUMPABLE, 0);
   StatusRecord record;
-  record.kind = StatusRecord::script_exited;
-  for (;;) {
-    int status = 0;
-    rusage usage{};
-    const pid_t p = ::wait4(-1, &status, 0, &usage);
-    if (p > 0) {
-      record.user_cpu_us += usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
-      record.system_cpu_us += usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
-      record.max_rss_kb = std::max<std::int64_t>(record.max_rss_kb, usage.ru_maxrss);
-    }
-    if (p == script) {
-      record.wait_status = status;
-      write_record(record);  // the zygote answers from this, not from our exit
-      ::_exit(0);  // the kernel now kills whatever the script left running
-    }
-    if (p < 0 && errno != EINTR) ::_exit(kSetupFailedExit);
-  }
+  if (!reap_until_script_ends(script, record)) ::_exit(kSetupFailedExit);
+  write_record(record);  // the zygote answers from this, not from our exit
+  ::_exit(0);  // the kernel now kills whatever the script left running
 }
 
 // Unsandboxed runs: the same init as a native run's, without namespaces. It is the subreaper
@@ -735,29 +718,16 @@ void Zygote::run_plain_init(const sandbox::ChildSpec& spec, const std::string& w
 
   for (int fd = 0; fd < kStatusFd; ++fd) ::close(fd);
   StatusRecord record;
-  record.kind = StatusRecord::script_exited;
-  for (;;) {
-    int status = 0;
-    rusage usage{};
-    const pid_t p = ::wait4(-1, &status, 0, &usage);
-    if (p > 0) {
-      record.user_cpu_us += usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
-      record.system_cpu_us += usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
-      record.max_rss_kb = std::max<std::int64_t>(record.max_rss_kb, usage.ru_maxrss);
-    }
-    if (p == script) {
-      record.wait_status = status;
-      write_record(record);  // the zygote answers from this
-      kill_children_until_none();
-      ::_exit(0);
-    }
-    if (p < 0 && errno == EINTR && g_terminate) {
+  if (!reap_until_script_ends(script, record)) {
+    if (g_terminate) {
       ::kill(script, SIGKILL);
       kill_children_until_none();
-      ::_exit(kSetupFailedExit);
     }
-    if (p < 0 && errno != EINTR) ::_exit(kSetupFailedExit);
+    ::_exit(kSetupFailedExit);
   }
+  write_record(record);  // the zygote answers from this
+  kill_children_until_none();
+  ::_exit(0);
 }
 
 // Unsandboxed: processes re-parented to the zygote (their run's init was killed) are killed.
@@ -791,33 +761,43 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
   ::setenv("MPLBACKEND", "Agg", 1);
   // Everything that does not depend on the script happens before it arrives.
   if (py_ && !py_->call(prepare_fn_)) setup_failed("the runner's preparation failed (traceback in the log)");
-  // The spawn path's command line, ready before the run arrives.
+  // The spawn path's command line, ready before the run arrives (but for its last lines).
   std::string bootstrap;
   if (!py_) {
     bootstrap = std::string(python_stubs::runner()) + result_limits_source() + "\n" +
-                std::string(python_stubs::spawn()) + "\n_mpes_zygote_ready()\n_mpes_prepare()\n_mpes_run()\n";
+                std::string(python_stubs::files()) + "\n" + std::string(python_stubs::spawn());
   }
 
   z::Received got = z::receive_message_blocking(kHandoffFd);
   const auto* run = std::get_if<z::RunMessage>(&got.message);
   if (got.status != z::Received::Status::message || run == nullptr ||
-      got.fds.size() < z::RunMessage::kFdCount) {
+      got.fds.size() < z::RunMessage::fixed_fds(run->flags)) {
     ::_exit(0);  // no run for this spare (the zygote is stopping)
   }
-  // 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 status pipe, 5 result channel, 6... cgroup.procs
-  // fds. The result fd stays inheritable until the runner marks it (so the spawn path's exec
-  // keeps it).
+  const bool session = (run->flags & z::kRunFlagSession) != 0;
+  const bool files = !session && (run->flags & z::kRunFlagFiles) != 0;
+  // A run: 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 status pipe, 5 result channel, [6 files
+  // request], then the cgroup.procs fds. The result fd stays inheritable until the runner marks
+  // it (so the spawn path's exec keeps it). A session: 0-2 /dev/null, 3 its control socket (moved
+  // to kHolderControlFd once the status pipe is no longer needed), 4 status pipe, then cgroups.
   static_assert(z::kRunResultFd == 5);
-  std::vector<int> wanted = {0, got.fds[z::RunMessage::kStdoutFd].get(),
-                             got.fds[z::RunMessage::kStderrFd].get(),
-                             got.fds[z::RunMessage::kScriptFd].get(), kStatusFd,
-                             got.fds[z::RunMessage::kResultFd].get()};
+  std::vector<int> wanted;
+  if (session) {
+    wanted = {-1, -1, -1, got.fds[z::RunMessage::kSessionSocketFd].get(), kStatusFd};
+    // A session's steps each get a CPU budget of their own (session_holder.cpp).
+    spec.timeout_seconds = 0;
+    spec.limits.cpu_seconds = 0;
+  } else {
+    wanted = {0, got.fds[z::RunMessage::kStdoutFd].get(), got.fds[z::RunMessage::kStderrFd].get(),
+              got.fds[z::RunMessage::kScriptFd].get(), kStatusFd, got.fds[z::RunMessage::kResultFd].get()};
+    if (files) wanted.push_back(got.fds[z::RunMessage::kFilesFd].get());
+    spec.timeout_seconds = run->timeout_seconds;
+  }
   spec.cgroup_join_fds.clear();
-  for (std::size_t i = z::RunMessage::kFdCount; i < got.fds.size(); ++i) {
+  for (std::size_t i = z::RunMessage::fixed_fds(run->flags); i < got.fds.size(); ++i) {
     spec.cgroup_join_fds.push_back(static_cast<int>(wanted.size()));
     wanted.push_back(got.fds[i].get());
   }
-  spec.timeout_seconds = run->timeout_seconds;
   try {
     sandbox::arrange_fds(wanted);
     for (auto& fd : got.fds) (void)fd.release();  // closed by arrange_fds
@@ -826,7 +806,16 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
     setup_failed(e.what());
   }
   for (int fd : spec.cgroup_join_fds) ::close(fd);
+  if (session) {
+    // The init still reports this process's end (the sandbox's end) to the zygote.
+    ::dup2(3, z::kHolderControlFd);
+    ::close(3);
+    z::serve_session(session_runner_);
+  }
+  constexpr int kRunFilesFd = 6;
   if (!py_) {
+    bootstrap += "\n_MPES_FILES_FD = " + std::to_string(files ? kRunFilesFd : -1) +
+                 "\n_mpes_zygote_ready()\n_mpes_prepare()\n_mpes_run()\n";
     // Spawn path: a fresh interpreter (isolated mode: no user site, no PYTHON* variables) runs
     // the same runner; the status pipe stays open (close-on-exec) to report a failed exec.
     ::fcntl(kStatusFd, F_SETFD, FD_CLOEXEC);
@@ -835,6 +824,7 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
     setup_failed("cannot execute the interpreter (spawn path)");
   }
   ::close(kStatusFd);
+  py_->set_int(runner_globals_, "_MPES_FILES_FD", files ? kRunFilesFd : -1);
   py_->run_steps(begin_fn_, finish_fn_, failed_fn_, runner_globals_);
   ::_exit(1);  // not reached: the runner exits the process itself
 }
@@ -969,6 +959,21 @@ int main(int argc, char** argv) {
   }
   Options options = parse_options(argc, argv);
 
+  // In a container (docker backend) no fd can be handed over at the start: the server listens
+  // on a socket in a directory mounted for this zygote alone, and the zygote connects to it.
+  if (!options.connect.empty()) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (options.connect.size() >= sizeof address.sun_path) usage("--connect: path too long");
+    std::memcpy(address.sun_path, options.connect.data(), options.connect.size());
+    UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    if (!sock || ::connect(sock.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+        ::dup2(sock.get(), z::kControlFd) < 0) {
+      log("cannot connect to the control socket " + options.connect + ": " + std::strerror(errno));
+      return 2;
+    }
+    if (sock.get() == z::kControlFd) (void)sock.release();  // it is fd 3 already
+  }
   // Only the control socket and stdio survive from whoever started us.
   if (::fcntl(z::kControlFd, F_GETFD) < 0) {
     log("no control socket on fd 3 (the zygote is started by mcp-python-exec-sandbox)");

@@ -13,7 +13,10 @@ constexpr std::uint32_t kMagic = 0x315a504d;  // "MPZ1"
 // A string field never makes a message exceed kMaxMessageBytes (the fixed fields are tiny).
 constexpr std::size_t kMaxStringBytes = 1024;
 
-enum class Type : std::uint32_t { ready = 1, run = 2, started = 3, exited = 4, refused = 5 };
+enum class Type : std::uint32_t {
+  ready = 1, run = 2, started = 3, exited = 4, refused = 5,
+  step = 6, step_started = 7, step_exited = 8, holder_ready = 9, prepare = 10
+};
 
 class Writer {
  public:
@@ -102,6 +105,34 @@ std::vector<std::uint8_t> encode(const Message& message) {
     header(w, Type::refused);
     w.put(f->run_id);
     w.put(f->reason);
+  } else if (const auto* st = std::get_if<StepMessage>(&message)) {
+    header(w, Type::step);
+    w.put(st->step_id);
+    w.put(st->step_number);
+    w.put(st->cpu_seconds);
+    w.put(st->flags);
+  } else if (const auto* ss = std::get_if<StepStartedMessage>(&message)) {
+    header(w, Type::step_started);
+    w.put(ss->step_id);
+    w.put(ss->pid);
+  } else if (const auto* se = std::get_if<StepExitedMessage>(&message)) {
+    header(w, Type::step_exited);
+    w.put(se->step_id);
+    w.put(se->wait_status);
+    w.put(se->user_cpu_us);
+    w.put(se->system_cpu_us);
+    w.put(se->max_rss_kb);
+  } else if (const auto* hr = std::get_if<HolderReadyMessage>(&message)) {
+    header(w, Type::holder_ready);
+    w.put(hr->step_id);
+    w.put(hr->exit_code);
+    w.put(hr->tasks);
+    w.put(hr->user_cpu_us);
+    w.put(hr->system_cpu_us);
+    w.put(hr->max_rss_kb);
+  } else if (const auto* pr = std::get_if<PrepareMessage>(&message)) {
+    header(w, Type::prepare);
+    w.put(pr->reserved);
   }
   return w.take();
 }
@@ -153,6 +184,38 @@ bool decode(std::span<const std::uint8_t> bytes, Message& out, std::string& erro
       RefusedMessage m;
       ok = r.get(m.run_id) && r.get(m.reason);
       out = std::move(m);
+      break;
+    }
+    case Type::step: {
+      StepMessage m;
+      ok = r.get(m.step_id) && r.get(m.step_number) && r.get(m.cpu_seconds) && r.get(m.flags);
+      out = m;
+      break;
+    }
+    case Type::step_started: {
+      StepStartedMessage m;
+      ok = r.get(m.step_id) && r.get(m.pid);
+      out = m;
+      break;
+    }
+    case Type::step_exited: {
+      StepExitedMessage m;
+      ok = r.get(m.step_id) && r.get(m.wait_status) && r.get(m.user_cpu_us) && r.get(m.system_cpu_us) &&
+           r.get(m.max_rss_kb);
+      out = m;
+      break;
+    }
+    case Type::holder_ready: {
+      HolderReadyMessage m;
+      ok = r.get(m.step_id) && r.get(m.exit_code) && r.get(m.tasks) && r.get(m.user_cpu_us) &&
+           r.get(m.system_cpu_us) && r.get(m.max_rss_kb);
+      out = m;
+      break;
+    }
+    case Type::prepare: {
+      PrepareMessage m;
+      ok = r.get(m.reserved);
+      out = m;
       break;
     }
     default:

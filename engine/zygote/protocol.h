@@ -7,6 +7,16 @@
 //   zygote -> server  STARTED  + fd {pidfd of the run's child}
 //   zygote -> server  EXITED   wait status + rusage of the run's process tree
 //   zygote -> server  REFUSED  the zygote could not fork this run (reason)
+// A session (engine/sessions/) is a run whose RUN carries kRunFlagSession: its process does not
+// run a script but becomes the session's root interpreter, talking to the server over the socket
+// attached to RUN (engine/zygote/session_holder.h). On that socket, between the server and each
+// process holding a session's state (a "holder"):
+//   server -> holder  STEP          + fds {script, stdout, stderr, result, [child control socket],
+//                                   [files request]}: run one step (in a child, or in place)
+//   holder -> server  STEP_STARTED  + fd {pidfd of the step's process}
+//   holder -> server  STEP_EXITED   the step's process died (wait status + rusage)
+//   holder -> server  HOLDER_READY  this process now holds a state (after its step, or at start)
+//   server -> holder  PREPARE       fork the next step's process ahead (this holder is a head)
 //
 // Shared by the server (mpes_engine) and the zygote binary, so it uses neither asio nor spdlog.
 #pragma once
@@ -39,13 +49,23 @@ struct ReadyMessage {
 
 // Per-run flags.
 inline constexpr std::uint32_t kRunFlagNone = 0;
+// A files request (engine/files/files_request.h) is attached after the result fd.
+inline constexpr std::uint32_t kRunFlagFiles = 1u << 0;
+// The run is a session's sandbox: the one fixed fd is the session's control socket.
+inline constexpr std::uint32_t kRunFlagSession = 1u << 1;
 
 struct RunMessage {
   std::uint64_t run_id = 0;
   std::uint32_t timeout_seconds = 0;  // the wall deadline (server-owned); the CPU limit default
   std::uint32_t flags = kRunFlagNone;
-  // Attached fds, in this order.
+  // Attached fds, in this order (then the cgroup.procs fds).
   static constexpr std::size_t kScriptFd = 0, kStdoutFd = 1, kStderrFd = 2, kResultFd = 3, kFdCount = 4;
+  static constexpr std::size_t kFilesFd = 4;          // with kRunFlagFiles
+  static constexpr std::size_t kSessionSocketFd = 0;  // with kRunFlagSession (the only fixed fd)
+  // How many fds precede the cgroup.procs fds for these flags.
+  static constexpr std::size_t fixed_fds(std::uint32_t flags) {
+    return (flags & kRunFlagSession) != 0 ? 1 : kFdCount + ((flags & kRunFlagFiles) != 0 ? 1 : 0);
+  }
 };
 
 struct StartedMessage {
@@ -72,7 +92,54 @@ struct RefusedMessage {
   std::string reason;
 };
 
-using Message = std::variant<ReadyMessage, RunMessage, StartedMessage, ExitedMessage, RefusedMessage>;
+// --- On a session's control sockets (server <-> holder processes) ---
+
+// Step flags.
+inline constexpr std::uint32_t kStepInPlace = 1u << 0;  // run in the holder itself (it has threads)
+inline constexpr std::uint32_t kStepFiles = 1u << 1;    // a files request is attached last
+
+struct StepMessage {
+  std::uint64_t step_id = 0;      // unique in the server; names the step's process from now on
+  std::uint64_t step_number = 0;  // the session's step this creates (for file names)
+  std::uint32_t cpu_seconds = 0;  // soft RLIMIT_CPU of the step (0 = none)
+  std::uint32_t flags = 0;
+  // Attached fds: script, stdout, stderr, result, then the child's control socket (not in
+  // place), then the files request (kStepFiles).
+  static constexpr std::size_t kScriptFd = 0, kStdoutFd = 1, kStderrFd = 2, kResultFd = 3, kBaseFds = 4;
+  static constexpr std::size_t fd_count(std::uint32_t flags) {
+    return kBaseFds + ((flags & kStepInPlace) != 0 ? 0 : 1) + ((flags & kStepFiles) != 0 ? 1 : 0);
+  }
+};
+
+struct StepStartedMessage {
+  std::uint64_t step_id = 0;
+  std::int32_t pid = 0;  // in the session's pid namespace (for logs); the pidfd is attached
+};
+
+struct StepExitedMessage {
+  std::uint64_t step_id = 0;  // the step the dead process was started for
+  std::int32_t wait_status = 0;
+  std::int64_t user_cpu_us = 0;
+  std::int64_t system_cpu_us = 0;
+  std::int64_t max_rss_kb = 0;
+};
+
+struct HolderReadyMessage {
+  std::uint64_t step_id = 0;   // the step whose state this process now holds (0: the root)
+  std::int32_t exit_code = 0;  // the step's status as the runner computed it (-N: signal N)
+  std::uint32_t tasks = 1;     // threads in the process: more than one, and it cannot fork
+  std::int64_t user_cpu_us = 0;  // the step's own CPU
+  std::int64_t system_cpu_us = 0;
+  std::int64_t max_rss_kb = 0;
+};
+
+struct PrepareMessage {
+  std::uint32_t reserved = 0;
+};
+
+using Message = std::variant<ReadyMessage, RunMessage, StartedMessage, ExitedMessage, RefusedMessage,
+                             StepMessage, StepStartedMessage, StepExitedMessage, HolderReadyMessage,
+                             PrepareMessage>;
 
 std::vector<std::uint8_t> encode(const Message& message);
 // Rejects unknown types, truncated or oversized payloads and trailing bytes; `error` says which.

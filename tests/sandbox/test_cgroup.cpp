@@ -233,6 +233,11 @@ TEST_CASE("the memory limit OOM-kills the run and the counters say so", "[cgroup
 
   RunCgroup cg = RunCgroup::create(p.setup, "run-oom", limits(32, 16));
   sandbox::JoinFds fds = cg.open_join_fds();
+  // Counters opened before the run and read again after it see what happened meanwhile.
+  const sandbox::CgroupCounters counters = cg.open_counters();
+  const auto before = counters.read();
+  CHECK(before.oom_kills == 0);
+  CHECK(before.memory_limit_hits == 0);
   ChildResult r = run_in_child([&] {
     become_unprivileged_child();
     sandbox::join_cgroups(fds.fds());
@@ -244,6 +249,11 @@ TEST_CASE("the memory limit OOM-kills the run and the counters say so", "[cgroup
   CHECK(stats.memory_peak_bytes >= (24ll << 20));
   CHECK(stats.memory_peak_bytes <= (33ll << 20));
   CHECK(stats.pids_limit_hits == 0);
+  const auto after = counters.read();
+  CHECK(after.oom_kills == stats.oom_kills);
+  CHECK(after.memory_limit_hits == stats.memory_limit_hits);
+  CHECK(after.pids_limit_hits == 0);
+  CHECK(after.memory_peak_bytes == -1);  // not a counter: not read
 }
 
 TEST_CASE("the pids limit refuses forks and pids.events counts it", "[cgroup]") {
@@ -267,6 +277,8 @@ TEST_CASE("the pids limit refuses forks and pids.events counts it", "[cgroup]") 
 
   RunCgroup cg = RunCgroup::create(p.setup, "run-pids", limits(256, 4));
   sandbox::JoinFds fds = cg.open_join_fds();
+  const sandbox::CgroupCounters counters = cg.open_counters();
+  CHECK(counters.read().pids_limit_hits == 0);
   ChildResult r = run(&fds);
   INFO(r.describe());
   CHECK(r.report == "3");  // the child itself is the 4th task
@@ -274,6 +286,9 @@ TEST_CASE("the pids limit refuses forks and pids.events counts it", "[cgroup]") 
   CHECK(stats.pids_limit_hits >= 1);
   CHECK(stats.oom_kills == 0);
   if (stats.pids_peak >= 0) CHECK(stats.pids_peak == 4);
+  const auto after = counters.read();
+  CHECK(after.pids_limit_hits == stats.pids_limit_hits);
+  CHECK(after.oom_kills == 0);
 }
 
 TEST_CASE("remove kills a setsid daemon left in the run's cgroup", "[cgroup]") {
@@ -299,7 +314,8 @@ TEST_CASE("remove kills a setsid daemon left in the run's cgroup", "[cgroup]") {
     int status = 0;
     waitpid(worker, &status, 0);
     // Reap the intermediate; the daemon stays (reparented to us).
-    for (int i = 0; i < 100 && cg.pids().size() != 1; ++i) usleep(10000);
+    // Up to 5 s: the intermediate exits asynchronously (slow under ASan on a busy machine).
+    for (int i = 0; i < 500 && cg.pids().size() != 1; ++i) usleep(10000);
     if (cg.pids().size() != 1) return 10;
     const pid_t daemon = cg.pids().front();
     if (!cg.remove()) return 11;
@@ -369,8 +385,21 @@ TEST_CASE("v2 stats: the run's CPU comes from cpu.stat, its peak from memory.pea
     const auto stats = cg.read_stats();
     CHECK(stats.cpu_usage_us == 1234567);
     CHECK(stats.memory_peak_bytes == 52428800);
-    unlink((dir + "/cpu.stat").c_str());
-    unlink((dir + "/memory.peak").c_str());
+    // The limit counters: memory.events and pids.events, held open and read again in place.
+    std::ofstream(dir + "/memory.events") << "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n";
+    std::ofstream(dir + "/pids.events") << "max 0\n";
+    const sandbox::CgroupCounters counters = cg.open_counters();
+    CHECK(counters.read().memory_limit_hits == 3);
+    CHECK(counters.read().oom_kills == 1);
+    CHECK(counters.read().pids_limit_hits == 0);
+    {
+      std::ofstream events(dir + "/pids.events", std::ios::in | std::ios::out);
+      events << "max 7\n";
+    }
+    CHECK(counters.read().pids_limit_hits == 7);
+    for (const char* name : {"/cpu.stat", "/memory.peak", "/memory.events", "/pids.events"}) {
+      unlink((dir + name).c_str());
+    }
     CHECK(cg.remove());
   }
   CHECK(rmdir(parent) == 0);

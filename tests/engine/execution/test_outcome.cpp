@@ -157,3 +157,31 @@ TEST_CASE("outcome: a killed run's CPU includes what its tree used before the ki
   e.cgroup->cpu_usage_us = 4'700'000;
   CHECK(engine::decide_outcome(e).usage.cpu_ms == 4700);
 }
+
+TEST_CASE("outcome: without a cgroup counting memory, every result notes the limit is per process") {
+  auto e = ran(exited_status(0));
+  e.memory_limit_bytes = 512ull << 20;
+  e.memory_counted = true;
+  CHECK(engine::decide_outcome(e).notes.empty());
+  e.memory_counted = false;
+  auto r = engine::decide_outcome(e);
+  REQUIRE(r.notes.size() == 1);
+  CHECK(r.notes[0].find("512 MiB) is per process") != std::string::npos);
+  // Also a timeout and a failed install; not a service error, nor an unsandboxed run.
+  auto t = ran(exited_status(0));
+  t.memory_limit_bytes = 512ull << 20;
+  t.timed_out = true;
+  CHECK(engine::decide_outcome(t).notes.size() == 1);
+  auto i = ran(exited_status(0));
+  i.memory_limit_bytes = 512ull << 20;
+  i.install_error = "no solution";
+  CHECK(engine::decide_outcome(i).notes.size() == 1);
+  auto s = ran(exited_status(0));
+  s.memory_limit_bytes = 512ull << 20;
+  s.service_error = "the sandbox could not start";
+  CHECK(engine::decide_outcome(s).notes.empty());
+  auto n = ran(exited_status(0));
+  n.memory_limit_bytes = 512ull << 20;
+  n.sandbox = "none (unsandboxed)";
+  CHECK(engine::decide_outcome(n).notes.empty());
+}

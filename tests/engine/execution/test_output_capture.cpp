@@ -3,7 +3,10 @@
 #include <regex>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/execution/output_capture.h"
+#include "engine/execution/utf8.h"
 
 using engine::CapturedStream;
 using engine::OutputCapture;
@@ -169,4 +172,25 @@ TEST_CASE("output capture: the limit bounds the JSON-escaped size, so control by
   // A short control-heavy stream that fits raw but not escaped is cut too.
   const auto cut = engine::OutputCapture::capture(std::string(2000, '\x02'), 1024);
   CHECK(engine::json_string_size(cut.text) <= 1024);
+}
+
+TEST_CASE("json_string_size is the size the reply writer gives a string, at every alignment", "[utf8]") {
+  // Every special byte at every offset of a 20-byte string, so that the eight-at-a-time scan
+  // meets it in each lane and in the tail.
+  for (int b = 0; b < 256; ++b) {
+    for (std::size_t at = 0; at < 20; ++at) {
+      std::string text(20, 'x');
+      text[at] = static_cast<char>(b);
+      std::string written;
+      if (engine::append_json_string(written, text)) {
+        CHECK(engine::json_string_size(text) + 2 == written.size());
+        CHECK(written == nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      } else {
+        CHECK(b >= 0x80);  // a lone high byte is not UTF-8
+      }
+      if (b >= 0x80) CHECK(sanitize_utf8(text).find("\xEF\xBF\xBD") != std::string::npos);
+    }
+  }
+  CHECK(engine::json_string_size("\x7f") == 1);  // written as it is
+  CHECK(engine::json_string_size(std::string(1, '\0')) == 6);
 }

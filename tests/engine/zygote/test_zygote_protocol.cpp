@@ -83,6 +83,49 @@ TEST_CASE("every message type survives encode/decode", "[zygote-protocol]") {
     CHECK(out.run_id == 3);
     CHECK(out.reason == "3 threads");
   }
+  SECTION("step") {
+    z::StepMessage m{1ull << 50, 17, 30, z::kStepInPlace | z::kStepFiles};
+    const auto out = std::get<z::StepMessage>(roundtrip(m));
+    CHECK(out.step_id == 1ull << 50);
+    CHECK(out.step_number == 17);
+    CHECK(out.cpu_seconds == 30);
+    CHECK(out.flags == (z::kStepInPlace | z::kStepFiles));
+  }
+  SECTION("step started") {
+    const auto out = std::get<z::StepStartedMessage>(roundtrip(z::StepStartedMessage{5, 12}));
+    CHECK(out.step_id == 5);
+    CHECK(out.pid == 12);
+  }
+  SECTION("step exited") {
+    const auto out = std::get<z::StepExitedMessage>(roundtrip(z::StepExitedMessage{6, 9, 100, 200, 300}));
+    CHECK(out.step_id == 6);
+    CHECK(out.wait_status == 9);
+    CHECK(out.user_cpu_us == 100);
+    CHECK(out.system_cpu_us == 200);
+    CHECK(out.max_rss_kb == 300);
+  }
+  SECTION("holder ready") {
+    const auto out = std::get<z::HolderReadyMessage>(roundtrip(z::HolderReadyMessage{7, -2, 3, 1, 2, 4}));
+    CHECK(out.step_id == 7);
+    CHECK(out.exit_code == -2);
+    CHECK(out.tasks == 3);
+    CHECK(out.user_cpu_us == 1);
+    CHECK(out.system_cpu_us == 2);
+    CHECK(out.max_rss_kb == 4);
+  }
+  SECTION("prepare") {
+    CHECK(std::holds_alternative<z::PrepareMessage>(roundtrip(z::PrepareMessage{})));
+  }
+}
+
+TEST_CASE("the fds a run or a step carries depend on its flags", "[zygote-protocol]") {
+  CHECK(z::RunMessage::fixed_fds(z::kRunFlagNone) == 4);
+  CHECK(z::RunMessage::fixed_fds(z::kRunFlagFiles) == 5);
+  CHECK(z::RunMessage::fixed_fds(z::kRunFlagSession) == 1);
+  CHECK(z::StepMessage::fd_count(0) == 5);  // script, stdout, stderr, result, child socket
+  CHECK(z::StepMessage::fd_count(z::kStepFiles) == 6);
+  CHECK(z::StepMessage::fd_count(z::kStepInPlace) == 4);
+  CHECK(z::StepMessage::fd_count(z::kStepInPlace | z::kStepFiles) == 5);
 }
 
 TEST_CASE("long strings are cut at a UTF-8 boundary and stay within the message limit",

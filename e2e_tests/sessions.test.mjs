@@ -1,0 +1,505 @@
+// Sessions and files end to end through the MCP SDK client: state kept between calls, snapshots
+// rewound and forked, failed steps leaving the session as it was, threads turning snapshots off,
+// limits and idle expiry, input/output files (hostile paths and planted symlinks included), and
+// one HTTP client never reaching another's session.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { connect, textOf } from './lib/client.mjs';
+import { startHttpServer } from './lib/http_server.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function call(client, name, args = {}) {
+  const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 300000 });
+  return { result, text: textOf(result), sc: result.structuredContent ?? {} };
+}
+
+async function createSession(client, args = {}) {
+  const r = await call(client, 'create_session', args);
+  assert.equal(r.result.isError, false, r.text);
+  assert.match(r.sc.session_id, /^[0-9a-f]{32}$/, r.text);
+  assert.ok(r.text.includes(r.sc.session_id), r.text);
+  return r.sc.session_id;
+}
+
+const step = (client, session_id, script, extra = {}) =>
+  call(client, 'execute_python', { script, session_id, ...extra });
+
+// The repr of a step's last expression; fails with the step's whole text when it has none.
+async function valueOf(pending) {
+  const r = await pending;
+  assert.ok(r.sc.return_value, r.text);
+  return r.sc.return_value.repr;
+}
+
+describe('sessions over stdio', () => {
+  let conn;
+  before(async () => {
+    conn = await connect(['--memory-limit-mb', '512', '--max-sessions', '6']);
+  });
+  after(async () => {
+    await conn?.client.close();
+  });
+
+  test('the tools are listed with their schemas', async () => {
+    const { tools } = await conn.client.listTools();
+    const names = tools.map((t) => t.name);
+    for (const n of ['create_session', 'fork_session', 'reset_session', 'close_session', 'list_sessions']) {
+      assert.ok(names.includes(n), names.join(','));
+    }
+    const exec = tools.find((t) => t.name === 'execute_python');
+    for (const p of ['session_id', 'input_files', 'output_files']) assert.ok(exec.inputSchema.properties[p], p);
+  });
+
+  test('a DataFrame of 10^6 rows is loaded once and answers 100 queries without reloading', async () => {
+    const id = await createSession(conn.client, { dependencies: ['pandas'] });
+    const load = await step(conn.client, id, `
+import numpy as np, pandas as pd
+loads = globals().get('loads', 0) + 1
+df = pd.DataFrame({'a': np.arange(10**6), 'b': np.arange(10**6) % 7})
+len(df)
+`);
+    assert.equal(load.sc.exit_code, 0, load.text);
+    assert.equal(load.sc.return_value.repr, '1000000', load.text);
+    assert.equal(load.sc.session.step, 1);
+    assert.equal(load.sc.session.kept, true);
+    assert.equal(load.sc.execution_path, 'session');
+    const first = await step(conn.client, id, '[loads, id(df)]');
+    const [loads0, dfId] = first.sc.return_value.json;
+    assert.equal(loads0, 1, first.text);
+    for (let i = 0; i < 100; i++) {
+      const row = (i * 9973) % 1000000;
+      const q = await step(conn.client, id, `[loads, id(df), int(df.a.iloc[${row}] + df.b.iloc[${row}])]`);
+      assert.equal(q.sc.exit_code, 0, q.text);
+      const value = q.sc.return_value.json;
+      assert.deepEqual(value, [1, dfId, row + (row % 7)], q.text);
+      assert.equal(q.sc.session.step, i + 3);
+    }
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
+  test('a step that corrupts state is rewound with reset_session (and step 0 is fresh)', async () => {
+    const id = await createSession(conn.client);
+    assert.equal((await step(conn.client, id, 'x = 41\nimport json')).sc.session.step, 1);
+    const broken = await step(conn.client, id, 'x = "broken"\ndel json');
+    assert.equal(broken.sc.session.step, 2);
+    assert.equal((await step(conn.client, id, 'x + 1')).sc.exit_code, 1);  // step 3: TypeError, kept
+    const reset = await call(conn.client, 'reset_session', { session_id: id, step: 1 });
+    assert.equal(reset.result.isError, false, reset.text);
+    assert.match(reset.text, /files in the work dir are not rewound/);
+    const again = await step(conn.client, id, 'x + 1, json.dumps([1])');
+    assert.equal(again.sc.exit_code, 0, again.text);
+    assert.match(again.sc.return_value?.repr, /42, '\[1\]'/, again.text);
+    assert.equal(again.sc.session.step, 2);  // numbered on from the step rewound to
+    await call(conn.client, 'reset_session', { session_id: id, step: 0 });
+    const fresh = await step(conn.client, id, "'x' in globals()");
+    assert.equal(fresh.sc.return_value?.repr, 'False', fresh.text);
+    const bad = await call(conn.client, 'reset_session', { session_id: id, step: 99 });
+    assert.equal(bad.result.isError, true);
+    assert.match(bad.text, /99/);
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
+  test('two forks of one step diverge independently of each other and of their origin', async () => {
+    const id = await createSession(conn.client);
+    await step(conn.client, id, 'items = [0]');
+    await step(conn.client, id, 'items.append("origin")');
+    const forks = [];
+    for (let i = 0; i < 2; i++) {
+      const f = await call(conn.client, 'fork_session', { session_id: id, step: 1 });
+      assert.equal(f.result.isError, false, f.text);
+      assert.notEqual(f.sc.session_id, id);
+      forks.push(f.sc.session_id);
+    }
+    await step(conn.client, forks[0], 'items.append("a")');
+    await step(conn.client, forks[1], 'items.append("b"); items.append("b")');
+    assert.equal(await valueOf(step(conn.client, forks[0], 'items')), "[0, 'a']");
+    assert.equal(await valueOf(step(conn.client, forks[1], 'items')), "[0, 'b', 'b']");
+    assert.equal(await valueOf(step(conn.client, id, 'items')), "[0, 'origin']");
+    // Forking without a step continues from the latest.
+    const latest = await call(conn.client, 'fork_session', { session_id: id });
+    assert.equal(await valueOf(step(conn.client, latest.sc.session_id, 'items')), "[0, 'origin']");
+    // Closing the origin leaves its forks alive.
+    await call(conn.client, 'close_session', { session_id: id });
+    assert.equal(await valueOf(step(conn.client, forks[0], 'len(items)')), '2');
+    for (const f of [...forks, latest.sc.session_id]) await call(conn.client, 'close_session', { session_id: f });
+  });
+
+  test('forks of one step keep their states round after round (a step racing its own start report)', async () => {
+    // A fork's step can end before its parent's report that it started is read; its state must
+    // survive that, every time (this lost it about one round in eight).
+    const id = await createSession(conn.client);
+    await step(conn.client, id, 'items = [0]');
+    for (let round = 0; round < 25; round++) {
+      const forks = [];
+      for (let i = 0; i < 2; i++) {
+        const f = await call(conn.client, 'fork_session', { session_id: id, step: 1 });
+        assert.equal(f.result.isError, false, f.text);
+        forks.push(f.sc.session_id);
+      }
+      const a = await step(conn.client, forks[0], 'items.append("a")');
+      assert.equal(a.sc.session?.kept, true, a.text);
+      const b = await step(conn.client, forks[1], 'items.append("b")');
+      assert.equal(b.sc.session?.kept, true, b.text);
+      assert.equal(await valueOf(step(conn.client, forks[0], 'items')), "[0, 'a']", `round ${round}`);
+      assert.equal(await valueOf(step(conn.client, forks[1], 'items')), "[0, 'b']", `round ${round}`);
+      for (const f of forks) await call(conn.client, 'close_session', { session_id: f });
+    }
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
+  test('a timed-out, a crashed, an os._exit and an out-of-memory step leave the session at its previous state', async () => {
+    const id = await createSession(conn.client);
+    await step(conn.client, id, 'x = 41');
+    const timeout = await step(conn.client, id, 'import time\nx = "changed"\ntime.sleep(60)', { timeout_seconds: 1 });
+    assert.equal(timeout.sc.timed_out, true, timeout.text);
+    assert.equal(timeout.sc.session.kept, false, timeout.text);
+    assert.equal(timeout.sc.session.step, 1);
+    assert.match(timeout.text, /session continues from step 1/);
+    const crash = await step(conn.client, id, 'import ctypes\nx = "changed"\nctypes.string_at(0)');
+    assert.notEqual(crash.sc.exit_code, 0, crash.text);
+    assert.equal(crash.sc.session.kept, false, crash.text);
+    const exit = await step(conn.client, id, 'import os\nx = "changed"\nos._exit(3)');
+    assert.equal(exit.sc.exit_code, 3, exit.text);
+    assert.equal(exit.sc.session.kept, false, exit.text);
+    const oom = await step(conn.client, id, 'x = "changed"\nblob = bytearray(900 << 20)', { timeout_seconds: 60 });
+    assert.equal(oom.sc.end_reason, 'memory_limit', oom.text);
+    assert.equal(oom.sc.session.kept, false, oom.text);
+    const after = await step(conn.client, id, 'x + 1');
+    assert.equal(after.sc.return_value?.repr, '42', after.text);
+    assert.equal(after.sc.session.step, 2);
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
+  test('a cancelled step leaves the session at its previous state', async () => {
+    const id = await createSession(conn.client);
+    await step(conn.client, id, 'x = 1');
+    const controller = new AbortController();
+    const pending = conn.client.callTool(
+      { name: 'execute_python', arguments: { session_id: id, script: 'import time\nx = 2\ntime.sleep(60)' } },
+      undefined, { signal: controller.signal, timeout: 60000 });
+    await sleep(500);
+    controller.abort();
+    await assert.rejects(pending);
+    let r;
+    for (let i = 0; i < 50; i++) {  // the cancelled step may still be ending
+      r = await step(conn.client, id, 'x');
+      if (r.sc.session) break;
+      await sleep(100);
+    }
+    assert.equal(r.sc.return_value?.repr, '1', r.text);
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
+  test('a thread pool turns snapshots off, and results say so', async () => {
+    const id = await createSession(conn.client);
+    await step(conn.client, id, 'x = 1');
+    const pool = await step(conn.client, id,
+      'import concurrent.futures as cf\npool = cf.ThreadPoolExecutor(2)\npool.submit(lambda: 7).result()');
+    assert.equal(pool.sc.return_value?.repr, '7', pool.text);
+    assert.equal(pool.sc.session.snapshots, false, pool.text);
+    assert.match(pool.sc.session.note, /thread/);
+    const next = await step(conn.client, id, 'x + pool.submit(lambda: 1).result()');
+    assert.equal(next.sc.return_value?.repr, '2', next.text);
+    assert.equal(next.sc.session.snapshots, false, next.text);
+    const fork = await call(conn.client, 'fork_session', { session_id: id });
+    assert.equal(fork.result.isError, true, fork.text);
+    // Earlier snapshots (before the threads) are still there.
+    const reset = await call(conn.client, 'reset_session', { session_id: id, step: 1 });
+    assert.equal(reset.result.isError, false, reset.text);
+    const back = await step(conn.client, id, "x, 'pool' in globals()");
+    assert.equal(back.sc.return_value?.repr, '(1, False)', back.text);
+    assert.equal(back.sc.session.snapshots, true, back.text);
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
+  test('list_sessions and check_environment show the sessions; unknown and malformed ids are refused', async () => {
+    const id = await createSession(conn.client);
+    await step(conn.client, id, 'x = 1');
+    const list = await call(conn.client, 'list_sessions');
+    const mine = list.sc.sessions.find((s) => s.session_id === id);
+    assert.ok(mine, list.text);
+    assert.equal(mine.step, 1);
+    // Measured where the session has a cgroup; else the list says it is not.
+    assert.ok(mine.memory_bytes > 0 || /memory is not measured/.test(list.text), list.text);
+    assert.ok(mine.age_seconds >= 0, list.text);
+    const env = await call(conn.client, 'check_environment');
+    assert.ok(JSON.stringify(env.sc.sessions).includes(id), env.text);
+    await call(conn.client, 'close_session', { session_id: id });
+    const gone = await step(conn.client, id, 'x');
+    assert.equal(gone.result.isError, true, gone.text);
+    assert.match(gone.text, /unknown session/);
+    const malformed = await step(conn.client, '../../etc', 'x');
+    assert.equal(malformed.result.isError, true, malformed.text);
+    assert.equal((await call(conn.client, 'close_session', { session_id: id })).result.isError, true);
+  });
+
+  test('input_files in, output_files out as embedded resources, within --max-output-file-bytes', async () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 255]);
+    const r = await call(conn.client, 'execute_python', {
+      script: `
+import os
+data = open('data/in.csv').read()
+raw = open('img.png', 'rb').read()
+os.makedirs('out/deep', exist_ok=True)
+open('out/upper.csv', 'w').write(data.upper())
+open('out/deep/copy.png', 'wb').write(raw)
+print(len(raw))
+`,
+      input_files: { 'data/in.csv': 'a,b\n1,2\n', 'img.png': { base64: png.toString('base64') } },
+      output_files: ['out/**'],
+    });
+    assert.equal(r.sc.exit_code, 0, r.text);
+    assert.equal(r.sc.stdout.trim(), String(png.length));
+    const resources = r.result.content.filter((c) => c.type === 'resource').map((c) => c.resource);
+    const csv = resources.find((x) => x.uri.endsWith('out/upper.csv'));
+    assert.equal(csv.text, 'A,B\n1,2\n');
+    assert.equal(csv.mimeType, 'text/csv');
+    const img = resources.find((x) => x.uri.endsWith('out/deep/copy.png'));
+    assert.equal(img.mimeType, 'image/png');
+    assert.deepEqual(Buffer.from(img.blob, 'base64'), png);
+    assert.equal(r.sc.files.length, 2, r.text);
+
+    const big = await call(conn.client, 'execute_python', {
+      script: "open('a.txt','w').write('x' * 8000)\nopen('b.txt','w').write('y' * 8000)",
+      output_files: ['*.txt'],
+    });
+    assert.equal(big.sc.files.length, 2);
+    const limited = await connect(['--max-output-file-bytes', '10000']);
+    try {
+      const cut = await call(limited.client, 'execute_python', {
+        script: "open('a.txt','w').write('x' * 8000)\nopen('b.txt','w').write('y' * 8000)",
+        output_files: ['*.txt'],
+      });
+      assert.equal(cut.sc.files.length, 1, cut.text);
+      assert.match(cut.text, /max-output-file-bytes/);
+    } finally {
+      await limited.client.close();
+    }
+  });
+
+  test('hostile paths are refused, and symlinks a script plants are never followed', async () => {
+    for (const bad of ['../escape.txt', '/etc/passwd', 'a/../../b', 'a\u0000b', '']) {
+      const r = await call(conn.client, 'execute_python', { script: 'pass', input_files: { [bad]: 'x' } });
+      assert.equal(r.result.isError, true, `${JSON.stringify(bad)}: ${r.text}`);
+      const o = await call(conn.client, 'execute_python', { script: 'pass', output_files: [bad] });
+      assert.equal(o.result.isError, true, `${JSON.stringify(bad)}: ${o.text}`);
+    }
+    const badBase64 = await call(conn.client, 'execute_python', { script: 'pass', input_files: { 'a': { base64: '!!' } } });
+    assert.equal(badBase64.result.isError, true, badBase64.text);
+
+    // A link to a host file and a link to a host directory, planted by the script.
+    const r = await call(conn.client, 'execute_python', {
+      script: "import os\nos.symlink('/etc/passwd', 'passwd.txt')\nos.symlink('/etc', 'etc')\nopen('ok.txt','w').write('ok')",
+      output_files: ['*.txt', 'etc/*', 'etc/passwd'],
+    });
+    assert.equal(r.sc.exit_code, 0, r.text);
+    const uris = r.result.content.filter((c) => c.type === 'resource').map((c) => c.resource.uri);
+    assert.deepEqual(uris, ['sandbox://workdir/ok.txt'], r.text);
+    assert.match(r.text, /symlink/);
+    assert.ok(!r.text.includes('root:x:0:0'), r.text);
+
+    // In a session the work dir persists: a link planted in one step must not carry the next
+    // step's input_files out of it.
+    const id = await createSession(conn.client);
+    await step(conn.client, id, "import os\nos.symlink('/tmp', 'd')\nos.symlink('/tmp/planted-target', 'f')");
+    const write = await step(conn.client, id, "import os\nsorted(os.listdir('.'))", { input_files: { 'd/x.txt': 'x' } });
+    const write2 = await step(conn.client, id, 'pass', { input_files: { f: 'y' } });
+    for (const w of [write, write2]) {
+      assert.ok(w.result.isError || w.sc.exit_code !== 0 || /symlink|refused/.test(w.text), w.text);
+      assert.ok(/symlink|refused/.test(w.text), w.text);
+    }
+    const inside = await step(conn.client, id, "import os\n[os.path.islink('d'), os.path.exists('/tmp/x.txt'), os.path.exists('/tmp/planted-target')]");
+    assert.equal(inside.sc.return_value?.repr, '[True, False, False]', inside.text);
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
+  test('a session step is as confined as a run: identity, capabilities, seccomp, namespaces, mounts', async () => {
+    const probe = `
+import os, json
+status = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines() if ':' in l)
+facts = {k: status[k].strip() for k in ('Uid', 'Gid', 'CapEff', 'CapBnd', 'NoNewPrivs', 'Seccomp')}
+facts['ns'] = sorted(os.listdir('/proc/self/ns'))
+facts['root'] = sorted(os.listdir('/'))
+facts['etc_shadow'] = os.path.exists('/etc/shadow')
+facts['cwd'] = os.getcwd()
+facts['pid1'] = open('/proc/1/cmdline', 'rb').read().split(b'\\0')[0].decode(errors='replace')
+try:
+    os.setuid(0)
+    facts['setuid0'] = True
+except OSError:
+    facts['setuid0'] = False
+print(json.dumps(facts, sort_keys=True))
+`;
+    const run = await call(conn.client, 'execute_python', { script: probe });
+    const id = await createSession(conn.client);
+    const inSession = await step(conn.client, id, probe);
+    assert.equal(run.sc.exit_code, 0, run.text);
+    assert.equal(inSession.sc.exit_code, 0, inSession.text);
+    const a = JSON.parse(run.sc.stdout);
+    const b = JSON.parse(inSession.sc.stdout);
+    assert.equal(b.setuid0, false);
+    assert.equal(b.CapEff, '0000000000000000');
+    assert.equal(b.NoNewPrivs, '1');
+    assert.equal(b.Seccomp, '2');
+    assert.deepEqual(b, a, `session: ${inSession.sc.stdout}\nrun: ${run.sc.stdout}`);
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
+  test('two sessions see neither each other\'s files nor each other\'s processes', async () => {
+    const a = await createSession(conn.client);
+    const b = await createSession(conn.client);
+    await step(conn.client, a, "import os\nopen('secret.txt','w').write('a')\nsecret = 'a-memory'\nmine = os.getpid()");
+    const seen = await step(conn.client, b,
+      "import os\n[os.path.exists('secret.txt'), 'secret' in globals(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit())]");
+    assert.equal(seen.sc.exit_code, 0, seen.text);
+    const [fileSeen, memorySeen, pids] = seen.sc.return_value.json;
+    assert.equal(fileSeen, false, seen.text);
+    assert.equal(memorySeen, false, seen.text);
+    // b's pid namespace: only its own few processes (its init and the processes holding its steps).
+    assert.ok(pids.length <= 6, seen.text);
+    const aFiles = await step(conn.client, a, "open('secret.txt').read()");
+    assert.equal(aFiles.sc.return_value?.repr, "'a'");
+    // And a stateless run sees nothing of either.
+    const run = await call(conn.client, 'execute_python', { script: "import os\nos.path.exists('secret.txt')" });
+    assert.equal(run.sc.return_value?.repr, 'False');
+    await call(conn.client, 'close_session', { session_id: a });
+    await call(conn.client, 'close_session', { session_id: b });
+  });
+});
+
+describe('session limits', () => {
+  test('--max-sessions refuses one more with an error naming the flag; closing frees room', async () => {
+    const conn = await connect(['--max-sessions', '2']);
+    try {
+      const a = await createSession(conn.client);
+      const b = await createSession(conn.client);
+      const third = await call(conn.client, 'create_session');
+      assert.equal(third.result.isError, true, third.text);
+      assert.match(third.text, /--max-sessions 2/);
+      const fork = await call(conn.client, 'fork_session', { session_id: a });
+      assert.equal(fork.result.isError, true, fork.text);
+      assert.match(fork.text, /--max-sessions/);
+      await call(conn.client, 'close_session', { session_id: b });
+      await createSession(conn.client);
+    } finally {
+      await conn.client.close();
+    }
+  });
+
+  test('a session idle past --session-idle-seconds is closed; a busy one is not', async () => {
+    const conn = await connect(['--session-idle-seconds', '2']);
+    try {
+      const idle = await createSession(conn.client);
+      const busy = await createSession(conn.client);
+      await step(conn.client, idle, 'x = 1');
+      // A step longer than the idle time: the session is in use, never idle meanwhile.
+      const long = await step(conn.client, busy, 'import time\ntime.sleep(3)\ny = 2\ny');
+      assert.equal(long.sc.return_value?.repr, '2', long.text);
+      const expired = await step(conn.client, idle, 'x');
+      assert.equal(expired.result.isError, true, expired.text);
+      assert.match(expired.text, /idle|unknown session/);
+      const alive = await step(conn.client, busy, 'y');
+      assert.equal(alive.sc.return_value?.repr, '2', alive.text);
+      const list = await call(conn.client, 'list_sessions');
+      assert.ok(!JSON.stringify(list.sc).includes(idle), list.text);
+    } finally {
+      await conn.client.close();
+    }
+  });
+
+  test('sessions end with the server: nothing of them is left running', async () => {
+    const conn = await connect([]);
+    const id = await createSession(conn.client);
+    const marker = `mpes-session-${Date.now()}`;
+    await step(conn.client, id, `import subprocess, sys\np = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '${marker}'])`);
+    await conn.client.close();
+    const { execFileSync } = await import('node:child_process');
+    let left = '';
+    for (let i = 0; i < 60; i++) {
+      try {
+        left = execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).trim();
+      } catch (e) {
+        left = '';
+      }
+      if (!left) break;
+      await sleep(100);
+    }
+    assert.equal(left, '', 'a process of the session survived the server');
+  });
+});
+
+describe('sessions over Streamable HTTP', () => {
+  let server;
+  before(async () => {
+    server = await startHttpServer([]);
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  async function httpClient() {
+    return (await httpConnection()).client;
+  }
+  async function httpConnection() {
+    const transport = new StreamableHTTPClientTransport(new URL(server.url));
+    const client = new Client({ name: 'mpes-e2e-sessions', version: '1.0.0' });
+    await client.connect(transport);
+    return { client, transport };
+  }
+  const totalSessions = async (client) => (await call(client, 'list_sessions')).sc.total_sessions;
+
+  test('a session of one client is invisible to another', async () => {
+    const alice = await httpClient();
+    const bob = await httpClient();
+    try {
+      const id = await createSession(alice);
+      const set = await step(alice, id, "secret = 'alice-only-value'");
+      assert.equal(set.sc.exit_code, 0, set.text);
+      for (const [name, args] of [
+        ['execute_python', { session_id: id, script: 'secret' }],
+        ['fork_session', { session_id: id }],
+        ['reset_session', { session_id: id, step: 0 }],
+        ['close_session', { session_id: id }],
+      ]) {
+        const r = await call(bob, name, args);
+        assert.equal(r.result.isError, true, `${name}: ${r.text}`);
+        assert.match(r.text, /unknown session/, `${name}: ${r.text}`);
+        assert.ok(!r.text.includes('alice-only-value'), r.text);
+      }
+      const listed = await call(bob, 'list_sessions');
+      assert.ok(!JSON.stringify(listed.sc).includes(id), listed.text);
+      assert.ok(!listed.text.includes(id), listed.text);
+      // Alice still has it, untouched.
+      const still = await step(alice, id, 'secret');
+      assert.equal(still.sc.return_value?.repr, "'alice-only-value'", still.text);
+      assert.ok(JSON.stringify((await call(alice, 'list_sessions')).sc).includes(id));
+    } finally {
+      await alice.close();
+      await bob.close();
+    }
+  });
+
+  test('a client\'s sessions close when its HTTP session ends (DELETE), not at --session-idle-seconds', async () => {
+    const observer = await httpClient();
+    const alice = await httpConnection();
+    try {
+      const before = await totalSessions(observer);
+      const id = await createSession(alice.client);
+      await step(alice.client, id, 'x = 1');
+      const forked = await call(alice.client, 'fork_session', { session_id: id });
+      assert.equal(forked.result.isError, false, forked.text);
+      assert.equal(await totalSessions(observer), before + 2);
+      await alice.transport.terminateSession();
+      assert.equal(await totalSessions(observer), before, 'the ended client\'s sessions are still open');
+      // Its HTTP session is gone: a request under it is refused, and the sessions are not reachable.
+      await assert.rejects(call(alice.client, 'list_sessions'));
+      assert.match(server.stderr(), new RegExp(`session ${id} closed: its HTTP session was ended by the client`));
+    } finally {
+      await alice.client.close();
+      await observer.close();
+    }
+  });
+});

@@ -1,0 +1,153 @@
+#include "engine/event_loop.h"  // first: see there
+#include "engine/sessions/holder_link.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <spdlog/spdlog.h>
+
+namespace engine {
+namespace {
+
+// Past this many messages that are malformed or unexpected, a holder is let go.
+constexpr unsigned kMaxBadMessages = 64;
+// Messages handled per wake-up, so that a flooding holder cannot hold the loop.
+constexpr int kMessagesPerWake = 32;
+
+// Whether the process behind `pidfd` has exited: its pidfd polls readable. A completed wait is
+// not proof: asio can complete one on a descriptor that is not ready (a descriptor closed while
+// its readiness was queued hands its reactor state, events included, to the next one registered).
+bool exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  int n;
+  do {
+    n = ::poll(&p, 1, 0);
+  } while (n < 0 && errno == EINTR);
+  return n != 0;  // (an error: it cannot be watched, so it counts as gone)
+}
+
+}  // namespace
+
+HolderLink::HolderLink(asio::io_context& io, std::uint64_t id, sandbox::UniqueFd socket)
+    : io_(io), id_(id), socket_(io), pidfd_(io) {
+  ::fcntl(socket.get(), F_SETFL, O_NONBLOCK);
+  socket_.assign(socket.release());
+}
+
+HolderLink::~HolderLink() {
+  if (pidfd_.is_open()) ::syscall(SYS_pidfd_send_signal, pidfd_.native_handle(), SIGKILL, nullptr, 0);
+}
+
+void HolderLink::start(Events events) {
+  events_ = std::move(events);
+  wait_readable();
+}
+
+void HolderLink::set_pidfd(sandbox::UniqueFd pidfd) {
+  if (!pidfd || pidfd_.is_open() || gone_) return;
+  std::error_code ec;
+  pidfd_.assign(pidfd.release(), ec);
+  if (ec) return;
+  watch_exit();
+}
+
+sandbox::UniqueFd HolderLink::dup_pidfd() {
+  if (!pidfd_.is_open()) return {};
+  return sandbox::UniqueFd(::fcntl(pidfd_.native_handle(), F_DUPFD_CLOEXEC, 3));
+}
+
+void HolderLink::wait_readable() {
+  if (gone_ || !socket_.is_open()) return;
+  std::weak_ptr<HolderLink> weak = weak_from_this();
+  socket_.async_wait(asio::posix::stream_descriptor::wait_read, [weak](const std::error_code& ec) {
+    auto self = weak.lock();
+    if (!self || ec || self->gone_) return;
+    self->on_readable();
+  });
+}
+
+void HolderLink::on_readable() {
+  auto self = shared_from_this();  // an event may drop the last other reference
+  for (int n = 0; n < kMessagesPerWake && !gone_; ++n) {
+    zygote::Received got = zygote::receive_message(socket_.native_handle());
+    if (got.status == zygote::Received::Status::would_block) break;
+    if (got.status == zygote::Received::Status::eof) {
+      lose();
+      return;
+    }
+    if (got.status == zygote::Received::Status::error) {
+      if (++bad_messages_ > kMaxBadMessages) {
+        spdlog::warn("session process {}: too many invalid messages ({}); let go", id_, got.error);
+        lose();
+        return;
+      }
+      continue;
+    }
+    if (const auto* ready = std::get_if<zygote::HolderReadyMessage>(&got.message)) {
+      if (events_.ready) events_.ready(*ready);
+    } else if (const auto* started = std::get_if<zygote::StepStartedMessage>(&got.message)) {
+      sandbox::UniqueFd pidfd;
+      if (got.fds.size() == 1) pidfd = std::move(got.fds.front());
+      if (events_.started) events_.started(*started, std::move(pidfd));
+    } else if (const auto* exited = std::get_if<zygote::StepExitedMessage>(&got.message)) {
+      if (events_.exited) events_.exited(*exited);
+    } else if (++bad_messages_ > kMaxBadMessages) {
+      spdlog::warn("session process {}: too many unexpected messages; let go", id_);
+      lose();
+      return;
+    }
+  }
+  wait_readable();
+}
+
+void HolderLink::watch_exit() {
+  std::weak_ptr<HolderLink> weak = weak_from_this();
+  pidfd_.async_wait(asio::posix::stream_descriptor::wait_read, [weak](const std::error_code& ec) {
+    auto self = weak.lock();
+    if (!self || ec || self->gone_) return;
+    if (!exited(self->pidfd_.native_handle())) {
+      self->watch_exit();  // a spurious wake-up: the process runs on
+      return;
+    }
+    self->lose();
+  });
+}
+
+bool HolderLink::send_step(const zygote::StepMessage& step, std::span<const int> fds) {
+  if (gone_ || !socket_.is_open()) return false;
+  return zygote::send_message(socket_.native_handle(), step, fds) == 0;
+}
+
+void HolderLink::prepare() {
+  if (gone_ || !socket_.is_open()) return;
+  zygote::send_message(socket_.native_handle(), zygote::PrepareMessage{});
+}
+
+void HolderLink::lose() {
+  if (gone_) return;
+  auto self = shared_from_this();
+  release();
+  if (events_.gone) {
+    auto gone = std::move(events_.gone);
+    events_ = {};
+    gone();
+  }
+}
+
+void HolderLink::release() {
+  if (gone_) return;
+  gone_ = true;
+  std::error_code ignored;
+  socket_.close(ignored);  // the process sees EOF and exits
+  if (pidfd_.is_open()) {
+    ::syscall(SYS_pidfd_send_signal, pidfd_.native_handle(), SIGKILL, nullptr, 0);
+    pidfd_.close(ignored);
+  }
+}
+
+}  // namespace engine

@@ -1,0 +1,372 @@
+#include "engine/zygote/session_holder.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "engine/zygote/children.h"
+#include "engine/zygote/protocol.h"
+#include "sandbox/child_setup.h"
+#include "sandbox/unique_fd.h"
+
+namespace engine::zygote {
+namespace {
+
+using sandbox::UniqueFd;
+
+// A step's fds, as the runner expects them (the same numbers as a run's).
+constexpr int kStepScriptFd = 3;
+constexpr int kStepResultFd = 5;
+constexpr int kStepFilesFd = 6;
+constexpr int kSpareLinkFd = 3;  // a spare's end of its link to its holder, until its step
+// A new holder forks its spare once it has been idle this long: not while the server is still
+// answering its step (on a machine of few cores the fork and the spare's rehearsal would take
+// the CPU the answer needs), nor when the server lets go of it at once (a rewind).
+constexpr int kSpareWhenIdleMs = 2;
+constexpr long long kRehearsalParts = 3;  // python_stubs/session.py, _mpes_step_spare
+
+std::int64_t micros(const timeval& t) { return t.tv_sec * 1000000 + t.tv_usec; }
+
+void set_signal_mask(bool block_chld) {
+  sigset_t set;
+  sigemptyset(&set);
+  if (block_chld) sigaddset(&set, SIGCHLD);
+  ::sigprocmask(SIG_SETMASK, &set, nullptr);
+}
+
+class Holder {
+ public:
+  explicit Holder(const SessionRunner& runner) : r_(runner) {}
+
+  // Reports `ready` (this process now holds a state), prepares a spare when it can fork, and
+  // serves its control socket until the server lets go of it.
+  [[noreturn]] void serve(const HolderReadyMessage& ready);
+
+ private:
+  void watch_children();
+  void handle_control();
+  void on_step(const StepMessage& step, std::vector<UniqueFd> fds);
+  void fork_spare();
+  pid_t fork_child();  // with the interpreter's fork protocol; 0 in the child
+  [[noreturn]] void spare_main(UniqueFd link);
+  [[noreturn]] void step_main(const StepMessage& step, std::vector<UniqueFd> fds);
+  HolderReadyMessage run_step(const StepMessage& step, std::vector<UniqueFd> fds, bool in_place);
+  void kill_untracked_children();
+  void reap();
+  bool tracked(pid_t pid) const { return steps_.count(pid) != 0 || pid == spare_pid_; }
+
+  const SessionRunner& r_;
+  UniqueFd sigfd_;
+  std::map<pid_t, std::uint64_t> steps_;  // children started for a step -> its id
+  pid_t spare_pid_ = -1;
+  UniqueFd spare_link_;
+  bool spare_due_ = false;  // a spare is to be forked once this holder is idle
+};
+
+void Holder::watch_children() {
+  set_signal_mask(true);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigfd_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
+}
+
+void Holder::serve(const HolderReadyMessage& ready) {
+  watch_children();
+  if (send_message(kHolderControlFd, ready) != 0) ::_exit(0);  // the server is gone
+  spare_due_ = ready.tasks == 1;
+  reap();  // what ended before the signalfd existed
+  for (;;) {
+    pollfd fds[2] = {{kHolderControlFd, POLLIN, 0}, {sigfd_.get(), POLLIN, 0}};
+    // The session's own threads (an in-place holder has some) run while this one waits.
+    void* thread_state = r_.py->PyEval_SaveThread();
+    const int n = ::poll(fds, sigfd_ ? 2 : 1, spare_due_ ? kSpareWhenIdleMs : -1);
+    r_.py->PyEval_RestoreThread(thread_state);
+    if (n == 0 && spare_due_) {
+      spare_due_ = false;
+      if (spare_pid_ < 0 && count_tasks() == 1) fork_spare();
+      continue;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::_exit(0);
+    }
+    if (sigfd_ && fds[1].revents != 0) {
+      signalfd_siginfo info;
+      while (::read(sigfd_.get(), &info, sizeof info) > 0) {
+      }
+      reap();
+    }
+    if (fds[0].revents != 0) handle_control();
+  }
+}
+
+void Holder::handle_control() {
+  for (;;) {
+    Received got = receive_message(kHolderControlFd);
+    switch (got.status) {
+      case Received::Status::would_block:
+        return;
+      case Received::Status::eof:
+        ::_exit(0);  // released: its children (a spare, later states) see to themselves
+      case Received::Status::error:
+        if (got.error.rfind("recvmsg", 0) == 0) ::_exit(0);
+        continue;  // a malformed message: ignored
+      case Received::Status::message:
+        break;
+    }
+    if (const auto* step = std::get_if<StepMessage>(&got.message)) {
+      on_step(*step, std::move(got.fds));
+    } else if (std::holds_alternative<PrepareMessage>(got.message)) {
+      if (spare_pid_ < 0 && count_tasks() == 1) fork_spare();
+    }
+  }
+}
+
+pid_t Holder::fork_child() {
+  r_.py->call(r_.fork_prepare);
+  std::fflush(nullptr);
+  r_.py->PyOS_BeforeFork();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    r_.py->PyOS_AfterFork_Child();
+    r_.py->call(r_.forked);
+    return 0;
+  }
+  r_.py->PyOS_AfterFork_Parent();
+  return pid;
+}
+
+void Holder::on_step(const StepMessage& step, std::vector<UniqueFd> fds) {
+  if (fds.size() != StepMessage::fd_count(step.flags)) {
+    // Never sent so by the server: answer as a failed setup, so that the step is not waited for.
+    send_message(kHolderControlFd, StepExitedMessage{step.step_id, 125 << 8, 0, 0, 0});
+    return;
+  }
+  if ((step.flags & kStepInPlace) != 0) {
+    if (spare_pid_ > 0) ::kill(spare_pid_, SIGKILL);  // (reaped by reap())
+    spare_link_.reset();
+    const HolderReadyMessage ready = run_step(step, std::move(fds), true);
+    watch_children();
+    if (send_message(kHolderControlFd, ready) != 0) ::_exit(0);
+    spare_due_ = ready.tasks == 1;
+    reap();
+    return;
+  }
+  pid_t pid = -1;
+  if (spare_pid_ > 0 && spare_link_) {
+    std::vector<int> raw;
+    for (const auto& fd : fds) raw.push_back(fd.get());
+    if (send_message(spare_link_.get(), step, raw) == 0) pid = spare_pid_;
+    spare_pid_ = -1;  // a step child now (or dead: reaped as an unknown child)
+    spare_link_.reset();
+  }
+  spare_due_ = false;  // a snapshot now: the step's process is the head
+  if (pid < 0) {
+    pid = fork_child();
+    if (pid == 0) step_main(step, std::move(fds));
+  }
+  if (pid < 0) {
+    send_message(kHolderControlFd, StepExitedMessage{step.step_id, 125 << 8, 0, 0, 0});
+    return;
+  }
+  steps_[pid] = step.step_id;
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  StepStartedMessage started{step.step_id, pid};
+  if (pidfd) {
+    const int attached[] = {pidfd.get()};
+    send_message(kHolderControlFd, started, attached);
+  } else {
+    send_message(kHolderControlFd, started);
+  }
+}
+
+void Holder::fork_spare() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return;
+  UniqueFd ours(sv[0]), theirs(sv[1]);
+  const pid_t pid = fork_child();
+  if (pid == 0) {
+    ours.reset();
+    spare_main(std::move(theirs));
+  }
+  if (pid < 0) return;
+  spare_pid_ = pid;
+  spare_link_ = std::move(ours);
+}
+
+void Holder::spare_main(UniqueFd link) {
+  const int wanted[] = {-1, -1, -1, link.get()};
+  try {
+    sandbox::arrange_fds(wanted);
+  } catch (...) {
+    ::_exit(125);
+  }
+  (void)link.release();
+  ::fcntl(kSpareLinkFd, F_SETFD, FD_CLOEXEC);
+  // What every step does, rehearsed ahead (its page copies), in parts: a step that arrives
+  // meanwhile waits for one part at most.
+  for (long long part = 0; part < kRehearsalParts; ++part) {
+    pollfd link_fd{kSpareLinkFd, POLLIN, 0};
+    if (::poll(&link_fd, 1, 0) != 0) break;
+    r_.py->set_int(r_.globals, "_MPES_REHEARSAL_PART", part);
+    r_.py->call(r_.spare);
+  }
+  Received got = receive_message_blocking(kSpareLinkFd);
+  const auto* step = std::get_if<StepMessage>(&got.message);
+  if (got.status != Received::Status::message || step == nullptr ||
+      got.fds.size() != StepMessage::fd_count(step->flags) || (step->flags & kStepInPlace) != 0) {
+    ::_exit(0);  // the holder let go of its spare
+  }
+  step_main(*step, std::move(got.fds));
+}
+
+void Holder::step_main(const StepMessage& step, std::vector<UniqueFd> fds) {
+  // A child of the holder: none of the parent's bookkeeping is its own.
+  steps_.clear();
+  spare_pid_ = -1;
+  (void)spare_link_.release();  // closed by run_step's fd arrangement
+  (void)sigfd_.release();
+  serve(run_step(step, std::move(fds), false));
+}
+
+HolderReadyMessage Holder::run_step(const StepMessage& step, std::vector<UniqueFd> fds, bool in_place) {
+  const bool files = (step.flags & kStepFiles) != 0;
+  // 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 control socket, 5 result channel, 6 files.
+  std::vector<int> wanted = {-1, fds[StepMessage::kStdoutFd].get(), fds[StepMessage::kStderrFd].get(),
+                             fds[StepMessage::kScriptFd].get(),
+                             in_place ? kHolderControlFd : fds[StepMessage::kBaseFds].get(),
+                             fds[StepMessage::kResultFd].get()};
+  if (files) wanted.push_back(fds.back().get());
+  try {
+    sandbox::arrange_fds(wanted);
+  } catch (...) {
+    ::_exit(125);
+  }
+  for (auto& fd : fds) (void)fd.release();  // closed by arrange_fds
+  (void)sigfd_.release();
+  ::fcntl(kHolderControlFd, F_SETFD, FD_CLOEXEC);  // not for the step's subprocesses
+
+  // The step's processes: its own group, and its orphans come back to it.
+  const pid_t home_group = ::getpgid(0);
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  if (step.cpu_seconds > 0) {
+    // Soft only: the hard limit stays, so that a later step may get a larger budget.
+    rlimit cpu{};
+    ::getrlimit(RLIMIT_CPU, &cpu);
+    const rlim_t used = static_cast<rlim_t>((micros(before.ru_utime) + micros(before.ru_stime)) / 1000000);
+    rlim_t soft = used + step.cpu_seconds;
+    if (cpu.rlim_max != RLIM_INFINITY && soft > cpu.rlim_max) soft = cpu.rlim_max;
+    cpu.rlim_cur = soft;
+    ::setrlimit(RLIMIT_CPU, &cpu);
+  }
+  set_signal_mask(false);
+  r_.py->set_int(r_.globals, "_MPES_FILES_FD", files ? kStepFilesFd : -1);
+  r_.py->set_int(r_.globals, "_MPES_STEP_NUMBER", static_cast<long long>(step.step_number));
+  r_.py->set_int(r_.globals, "_MPES_STEP_CODE", 1);
+  r_.py->run_steps(r_.begin, r_.finish, r_.failed, r_.globals);
+  const long long code = r_.py->get_int(r_.globals, "_MPES_STEP_CODE", 1);
+  set_signal_mask(true);
+
+  // The step is over: its pipes reach EOF, what it started goes.
+  const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd >= 0) {
+    ::dup2(null_fd, 1);
+    ::dup2(null_fd, 2);
+    ::close(null_fd);
+  }
+  for (int fd : {kStepScriptFd, kStepResultFd, kStepFilesFd}) ::close(fd);
+  ::setpgid(0, home_group);
+  if (::getpgid(0) != ::getpid()) ::kill(-::getpid(), SIGKILL);  // the rest of the step's group
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  kill_untracked_children();
+
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  HolderReadyMessage ready;
+  ready.step_id = step.step_id;
+  ready.exit_code = static_cast<std::int32_t>(code);
+  const int tasks = count_tasks();
+  ready.tasks = tasks > 0 ? static_cast<std::uint32_t>(tasks) : 1;
+  ready.user_cpu_us = micros(after.ru_utime) - micros(before.ru_utime);
+  ready.system_cpu_us = micros(after.ru_stime) - micros(before.ru_stime);
+  ready.max_rss_kb = after.ru_maxrss;
+  return ready;
+}
+
+// The step's processes that left its group (setsid) but are still its children or orphans.
+void Holder::kill_untracked_children() {
+  siginfo_t info{};
+  if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 && errno == ECHILD) {
+    return;  // no child at all (the common case): no need to look through /proc
+  }
+  const pid_t self = ::getpid();
+  for (int round = 0; round < 10000; ++round) {
+    std::vector<pid_t> left;
+    for (const pid_t child : children_of(self)) {
+      if (!tracked(child)) left.push_back(child);
+    }
+    if (left.empty()) return;
+    for (const pid_t child : left) ::kill(child, SIGKILL);
+    bool reaped = false;
+    for (const pid_t child : left) {
+      if (::waitpid(child, nullptr, WNOHANG) == child) reaped = true;
+    }
+    if (!reaped) ::usleep(1000);
+  }
+}
+
+void Holder::reap() {
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    const pid_t pid = info.si_pid;
+    const auto it = steps_.find(pid);
+    // What the step started dies with it (the group a step's process made for itself).
+    if (it != steps_.end()) ::kill(-pid, SIGKILL);
+    int status = 0;
+    rusage usage{};
+    if (::wait4(pid, &status, 0, &usage) != pid) return;
+    if (it != steps_.end()) {
+      send_message(kHolderControlFd,
+                   StepExitedMessage{it->second, status, micros(usage.ru_utime), micros(usage.ru_stime),
+                                     usage.ru_maxrss});
+      steps_.erase(it);
+    }
+    if (pid == spare_pid_) {
+      spare_pid_ = -1;
+      spare_link_.reset();
+    }
+  }
+}
+
+}  // namespace
+
+void serve_session(const SessionRunner& runner) {
+  static Holder holder(runner);  // lives as long as the process; never destroyed
+  runner.py->call(runner.start);
+  HolderReadyMessage ready;
+  const int tasks = count_tasks();
+  ready.tasks = tasks > 0 ? static_cast<std::uint32_t>(tasks) : 1;
+  rusage self{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ready.max_rss_kb = self.ru_maxrss;
+  holder.serve(ready);
+}
+
+}  // namespace engine::zygote
