@@ -12,6 +12,7 @@ EnvironmentReport describe_environment(const EnvironmentParts& parts) {
   EnvironmentReport report;
   report.backend = sandbox_label(config.policy.backend);
   report.network = config.policy.network;
+  report.network_isolation = parts.network.description;
   const auto& default_interpreter = parts.catalog.default_interpreter();
   report.execution_path =
       default_interpreter && !default_interpreter->shared() ? "spawn (static interpreter)" : "zygote";
@@ -29,7 +30,7 @@ EnvironmentReport describe_environment(const EnvironmentParts& parts) {
   report.discovery_error = parts.catalog.discovery_error();
   for (const auto& [key, z] : parts.pool.zygotes()) {
     report.zygotes.push_back({key, z->python_version(), to_string(z->state()), z->rss_bytes(),
-                              z->runs_in_flight(), z->failure(), z->warnings()});
+                              z->runs_in_flight(), z->failure(), z->warnings(), z->network()});
   }
   const auto& cgroups = parts.cgroups;
   report.cgroups = {cgroups.describe(), cgroups.limits_memory() ? cgroups.memory_mechanism() : "RLIMIT_DATA",
@@ -37,6 +38,16 @@ EnvironmentReport describe_environment(const EnvironmentParts& parts) {
   report.probe = parts.probe;
   if (config.policy.backend == sandbox::Backend::native && parts.probe) {
     report.sandbox_status = parts.probe->native_ready() ? "ready" : "unavailable: " + parts.probe->problem;
+  }
+  if (config.policy.backend == sandbox::Backend::docker && parts.docker != nullptr) {
+    const auto status = parts.docker->status();
+    report.sandbox_status =
+        !status ? "not checked yet"
+                : status->describe(parts.docker->image()) +
+                      (status->ready() ? "; each zygote in a container of its own (read-only root, no "
+                                         "capabilities, seccomp profile, --memory, --pids-limit), each run "
+                                         "in namespaces of its own inside it"
+                                       : "");
   }
   if (config.policy.backend == sandbox::Backend::none) {
     report.sandbox_status = "disabled (--sandbox-backend none): runs are not isolated";

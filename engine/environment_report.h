@@ -29,6 +29,7 @@ struct ZygoteStatus {
   std::size_t runs_in_flight = 0;
   std::string failure;
   std::string warnings;
+  std::string network;  // with a user-mode network planned: its own, or why the host's
 };
 
 struct CgroupStatus {
@@ -44,7 +45,8 @@ struct EnvironmentsStatus {
   std::uint64_t max_bytes = 0;
   std::uint64_t bytes = 0;
   std::uint64_t environments = 0;
-  std::string installer;          // "uv (/path)" or "pip (python -m pip)"
+  std::string installer;          // "uv 0.x.y (/path)" or "pip (python -m pip)"
+  std::string uv_version;         // `uv --version` of the uv installs use; "" when none runs
   bool installer_sandboxed = true;
   std::string cache_warming;      // "not started", "running", "done ...", "failed ...", "disabled ..."
 };
@@ -52,6 +54,7 @@ struct EnvironmentsStatus {
 struct EnvironmentReport {
   std::string backend;          // "native", "none (unsandboxed)", "docker"
   bool network = true;
+  std::string network_isolation;  // what --network on really gives (engine::plan_run_network)
   std::string execution_path;   // "zygote" or "spawn (static interpreter)"
   std::string sandbox_status;   // "ready", "unavailable: ...", "disabled ..."; "" = unknown
   unsigned max_concurrent_runs = 0;

@@ -96,12 +96,14 @@ void Startup::after_discovery() {
   if (warm_) {
     // The server's default zygote (or the --python-version one) warms now (if not already).
     if (auto in = catalog_.resolve(std::nullopt).interpreter) hooks_.warm(*in);
-    if (warm_cache_ && catalog_.default_interpreter()) {
+    // The installer's cache is warmed for the interpreter scripts run on (--python-version's
+    // when given): wheels are per Python version, and what it already has is skipped.
+    if (warm_cache_ && catalog_.resolve(std::nullopt).interpreter) {
       std::weak_ptr<bool> alive = alive_;
       warm_timer_.expires_after(kWarmCacheDelay);
       warm_timer_.async_wait([this, alive](const std::error_code& ec) {
-        if (ec || !alive.lock() || stopped_ || !catalog_.default_interpreter()) return;
-        hooks_.warm_cache(*catalog_.default_interpreter());
+        if (ec || !alive.lock() || stopped_) return;
+        if (auto in = catalog_.resolve(std::nullopt).interpreter) hooks_.warm_cache(*in);
       });
     }
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/interpreters/interpreter.h"
+#include "engine/interpreters/probe.h"  // probe_interpreter, kill_running_probes
 
 namespace engine {
 
@@ -39,18 +40,6 @@ struct DiscoveryReport {
 // an executable but not sys.prefix, so the dedupe key is (real executable, sys.prefix).
 std::vector<Interpreter> discover_interpreters(const DiscoveryOptions& options);
 DiscoveryReport discover_interpreters_report(const DiscoveryOptions& options);
-
-// SIGKILL to every interpreter probe still running (and its process group), and to any started
-// after: for a process about to exit without waiting for its discovery to finish.
-void kill_running_probes();
-
-// Probes one interpreter (through the cache). nullopt + *error when it cannot be run, does not
-// answer, is not CPython or is older than 3.9. `source` is left empty.
-std::optional<Interpreter> probe_interpreter(const std::string& path, std::string* error,
-                                             int timeout_ms = 10000);
-
-// Forgets every cached probe (tests; an operator who installed a new interpreter).
-void clear_interpreter_cache();
 
 // The default: Debian's /usr/bin/python3 when present (it carries the system's packages),
 // otherwise the first python3 found.
