@@ -15,6 +15,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { connect, serverPath, textOf } from './lib/client.mjs';
+import { alive, ppidOf, tree } from './lib/procs.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const PYTHON = '/usr/bin/python3';
@@ -22,50 +23,11 @@ const isRoot = process.getuid() === 0;
 
 // ---- the process tree -------------------------------------------------------------------------
 
-function ppidOf(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return null;
-  }
-}
-
 function cmdlineOf(pid) {
   try {
     return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
   } catch {
     return [];
-  }
-}
-
-// `root` and every process below it, parents before children.
-function tree(root) {
-  const children = new Map();
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const parent = ppidOf(Number(name));
-    if (parent === null) continue;
-    if (!children.has(parent)) children.set(parent, []);
-    children.get(parent).push(Number(name));
-  }
-  const out = [];
-  const todo = [root];
-  while (todo.length) {
-    const pid = todo.shift();
-    if (!alive(pid)) continue;
-    out.push(pid);
-    todo.push(...(children.get(pid) ?? []).sort((a, b) => a - b));
-  }
-  return out;
-}
-
-function alive(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
   }
 }
 
@@ -285,11 +247,12 @@ describe('faults', () => {
     try {
       const script = 'import mpes_slowbuild\nprint(mpes_slowbuild.OK)\n';
       const pending = run(conn.client, script, { dependencies: ['mpes_slowbuild'] });
-      // The installer: the first process of the tree running pip or uv (its build backend is
-      // below it).
+      // The installer of the pass that builds (no shared cache: --no-cache, --no-cache-dir): the
+      // first process of the tree running pip or uv (its build backend is below it).
       const isInstaller = (p) => {
         const argv = cmdlineOf(p);
-        return argv.includes('pip') || argv.some((a) => path.basename(a) === 'uv');
+        return (argv.includes('pip') || argv.some((a) => path.basename(a) === 'uv')) &&
+          argv.some((a) => a === '--no-cache' || a === '--no-cache-dir');
       };
       const installer = await waitFor(() => tree(conn.transport.pid).find(isInstaller), 60000, 'the installer');
       await sleep(1500);  // inside the build backend's sleep

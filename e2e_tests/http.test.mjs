@@ -64,7 +64,7 @@ test('TypeScript SDK over Streamable HTTP: session, tools, a run, DELETE', async
     assert.match(transport.sessionId, /^[0-9a-f]{64}$/);
     assert.equal(client.getServerVersion().name, 'mcp-python-exec-sandbox');
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ['execute_python', 'validate_script', 'check_environment']);
+    assert.deepEqual(tools.map((t) => t.name), ['execute_python', 'validate_script', 'check_environment', 'create_session', 'fork_session', 'reset_session', 'close_session', 'list_sessions']);
     const result = await client.callTool({ name: 'execute_python', arguments: { script: 'print("over http")' } });
     assert.equal(result.structuredContent.stdout, 'over http\n');
     assert.match(textOf(result), /--- exit_code: 0 ---/);
@@ -229,7 +229,7 @@ test('bearer token: 401 with WWW-Authenticate; beyond loopback only with a token
     r = curl(server.url, { headers: { ...statelessHeaders('server/discover'), Authorization: `Bearer ${token}` }, body });
     assert.equal(r.status, 200);
     const { client } = await tsClient(server.url, { Authorization: `Bearer ${token}` });
-    assert.equal((await client.listTools()).tools.length, 3);
+    assert.equal((await client.listTools()).tools.length, 8);
     await client.close();
   } finally {
     assert.equal((await server.stop()).code, 0);

@@ -18,7 +18,8 @@ async function inspector(...args) {
 
 test('inspector --cli lists the tools', async () => {
   const result = await inspector('--method', 'tools/list');
-  assert.deepEqual(result.tools.map((t) => t.name).sort(), ['check_environment', 'execute_python', 'validate_script']);
+  assert.deepEqual(result.tools.map((t) => t.name).sort(), ['check_environment', 'close_session', 'create_session', 'execute_python', 'fork_session', 'list_sessions',
+    'reset_session', 'validate_script']);
 });
 
 test('inspector --cli calls validate_script', async () => {

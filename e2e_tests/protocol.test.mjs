@@ -18,7 +18,8 @@ test('connect, list the tools with their schemas', async () => {
     assert.ok(client.getServerCapabilities().logging);
     assert.ok(client.getInstructions()?.includes('execute_python'));
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(), ['check_environment', 'execute_python', 'validate_script']);
+    assert.deepEqual(tools.map((t) => t.name).sort(), ['check_environment', 'close_session', 'create_session',
+      'execute_python', 'fork_session', 'list_sessions', 'reset_session', 'validate_script']);
     for (const tool of tools) {
       assert.equal(tool.inputSchema.type, 'object');
       assert.equal(typeof tool.inputSchema.properties, 'object');
@@ -103,7 +104,7 @@ test('an aborted call is cancelled and the server keeps serving', async () => {
     assert.deepEqual(await client.ping(), {});
     assert.ok(Date.now() - started < 1000);
     const { tools } = await client.listTools();
-    assert.equal(tools.length, 3);
+    assert.equal(tools.length, 8);
   } finally {
     await client.close();
   }

@@ -63,7 +63,7 @@ test('batches are processed on 2025-03-26', async () => {
   assert.equal(batch.length, 3);
   const byId = Object.fromEntries(batch.map((r) => [r.id, r]));
   assert.deepEqual(byId[1].result, {});
-  assert.equal(byId[2].result.tools.length, 3);
+  assert.equal(byId[2].result.tools.length, 8);
   assert.equal(byId[3].error.code, -32601);
   assert.equal(await s.close(), 0);
 });
@@ -143,7 +143,7 @@ test('--run FILE prints the result text and exits with the script exit code', ()
     fs.writeFileSync(file, 'print("hello from --run")\nraise SystemExit(3)\n');
     const r = spawnSync(serverPath, ['--run', file], { encoding: 'utf8', timeout: 60000 });
     assert.equal(r.status, 3, r.stderr);
-    assert.match(r.stdout, /^--- stdout ---\nhello from --run\n\n--- exit_code: 3 ---\n--- duration_ms: \d+ ---\n/);
+    assert.match(r.stdout, /^--- stdout ---\nhello from --run\n\n(--- notes ---\nthe memory limit [^\n]*\n)?--- exit_code: 3 ---\n--- duration_ms: \d+ ---\n/);
     const missing = spawnSync(serverPath, ['--run', path.join(dir, 'nope.py')], { encoding: 'utf8' });
     assert.equal(missing.status, 2);
     assert.match(missing.stderr, /--run/);

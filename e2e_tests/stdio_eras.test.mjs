@@ -25,7 +25,7 @@ test('a 2026-07-28 client: discover, list, run, without initialize', async () =>
 
   await s.send(request('l', 'tools/list'));
   const list = (await s.byId('l')).result;
-  assert.deepEqual(list.tools.map((t) => t.name), ['execute_python', 'validate_script', 'check_environment']);
+  assert.deepEqual(list.tools.map((t) => t.name), ['execute_python', 'validate_script', 'check_environment', 'create_session', 'fork_session', 'reset_session', 'close_session', 'list_sessions']);
   for (const tool of list.tools) {
     assert.equal(tool.inputSchema.$schema, 'https://json-schema.org/draft/2020-12/schema');
   }

@@ -9,11 +9,20 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const serverPath =
   process.env.MPES_SERVER ?? path.resolve(here, '../../build/mcp-python-exec-sandbox');
 
+// MPES_SANDBOX_BACKEND=docker runs the suites on the docker backend (scripts/test.sh sets it for
+// the docker pass); a test that names its own --sandbox-backend keeps it.
+export const backend = process.env.MPES_SANDBOX_BACKEND ?? 'native';
+export function withBackend(args) {
+  return backend === 'native' || args.some((a) => a === '--sandbox-backend' || a.startsWith('--sandbox-backend='))
+    ? args
+    : ['--sandbox-backend', backend, ...args];
+}
+
 // connect(['--flag', 'value']) -> { client, transport, stderr() } ; close with client.close().
 export async function connect(args = [], { env } = {}) {
   const transport = new StdioClientTransport({
     command: serverPath,
-    args,
+    args: withBackend(args),
     env: { ...process.env, ...(env ?? {}) },
     stderr: 'pipe',
   });

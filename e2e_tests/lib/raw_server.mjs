@@ -2,7 +2,15 @@
 // clients never send); asserts that stdout carries nothing but JSON-RPC messages.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { after } from 'node:test';
 import { serverPath } from './client.mjs';
+
+// Servers a failed test left open (its assertion threw before close()) would keep the test
+// file's process alive for ever: they are killed once the file's tests are done.
+const open = new Set();
+after(() => {
+  for (const server of open) server.child.kill('SIGKILL');
+});
 
 export class RawServer {
   constructor(args = []) {
@@ -10,7 +18,11 @@ export class RawServer {
     this.messages = [];
     this.waiters = [];
     this.stderr = '';
-    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
+    open.add(this);
+    this.exited = new Promise((resolve) => this.child.on('exit', (code) => {
+      open.delete(this);
+      resolve(code);
+    }));
     let buffer = '';
     this.child.stdout.on('data', (chunk) => {
       buffer += chunk;
