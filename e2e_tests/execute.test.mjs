@@ -4,7 +4,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { connect, textOf, serverPath } from './lib/client.mjs';
+import { backend, connect, textOf, serverPath } from './lib/client.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -69,14 +69,28 @@ describe('execute_python (native sandbox)', () => {
     assert.equal(result.isError ?? false, false, text);
     // (A usage line may follow: it belongs to the rich-results work.)
     assert.match(text,
-      /^--- stdout ---\nhello\n\n--- exit_code: 0 ---\n--- duration_ms: \d+ ---(\n--- usage: [^\n]* ---)?$/);
+      /^--- stdout ---\nhello\n\n(--- notes ---\nthe memory limit [^\n]*\n)?--- exit_code: 0 ---\n--- duration_ms: \d+ ---(\n--- usage: [^\n]* ---)?$/);
     assert.equal(sc.stdout, 'hello\n');
     assert.equal(sc.stderr, '');
     assert.equal(sc.exit_code, 0);
     assert.equal(sc.timed_out, false);
-    assert.equal(sc.sandbox, 'native');
+    assert.equal(sc.sandbox, backend);
     assert.equal(sc.execution_path, 'zygote');
     assert.match(sc.python_version, /^3\.\d+\.\d+/);
+  });
+
+  test('where no cgroup limits memory, the result and the tool description say the limit is per process', async () => {
+    const env = await conn.client.callTool({ name: 'check_environment', arguments: {} });
+    const cgroups = env.structuredContent?.engine?.cgroups;
+    assert.ok(cgroups, JSON.stringify(env.structuredContent));
+    const perProcess = cgroups.memory === 'RLIMIT_DATA';
+    const { text, sc } = await run(conn.client, "print('hi')");
+    const note = (sc.notes ?? []).find((n) => /memory limit \(\d+ MiB\) is per process/.test(n));
+    assert.equal(Boolean(note), perProcess, `cgroups: ${JSON.stringify(cgroups)}; ${text}`);
+    if (perProcess) assert.match(text, /--- notes ---\nthe memory limit \(\d+ MiB\) is per process/);
+    const { tools } = await conn.client.listTools();
+    const description = tools.find((t) => t.name === 'execute_python').description;
+    assert.match(description, /memory \d+ MiB for the whole run where the host gives the server a writable cgroup, else per process/);
   });
 
   test('exit codes: sys.exit(n), SystemExit with a message, exceptions', async () => {

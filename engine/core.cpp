@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -24,28 +23,24 @@ std::string default_zygote_path() {
   return (self.parent_path() / "mcp-python-exec-sandbox-zygote").string();
 }
 
-// The part of the engine's configuration that concerns environments (cache dir, size bound, uv
-// path, index options; the installer is sandboxed unless the backend is `none`).
-EnvironmentsConfig environments_config(const EngineConfig& config) {
-  EnvironmentsConfig c;
-  c.cache_dir = config.cache_dir;
-  c.max_bytes = config.env_cache_max_mb << 20;
-  c.installer.uv_path = config.uv_path;
-  c.installer.index = config.index;
-  c.installer.sandboxed = config.policy.backend != sandbox::Backend::none;
-  return c;
+// Where interpreters come from: the host's, or with the docker backend the image's alone.
+InterpreterSources interpreter_sources(const EngineConfig& config, const std::shared_ptr<DockerBackend>& docker) {
+  if (!docker) return host_interpreter_sources(config.uv_path, engine::cache_dir(config.cache_dir));
+  InterpreterSources sources;
+  sources.quick_default = [docker] { return docker->check().interpreter; };
+  sources.discover_all = [docker] {
+    const DockerStatus status = docker->check();
+    if (!status.interpreter) throw std::runtime_error("docker backend: " + status.problem);
+    return std::vector<Interpreter>{*status.interpreter};
+  };
+  return sources;
 }
 
-// The key of a zygote: the interpreter, plus the environment and what it pre-imports.
-std::string zygote_key(const Interpreter& interpreter, const EnvResult* env) {
-  std::string key = interpreter.executable;
-  if (env == nullptr) return key;
-  if (env->env_root) key += "|env:" + env->env_key;
-  for (const auto& name : env->import_names) key += "|" + name;
-  return key;
+std::shared_ptr<DockerBackend> docker_backend(const EngineConfig& config) {
+  if (config.policy.backend != sandbox::Backend::docker) return nullptr;
+  return std::make_shared<DockerBackend>(config.docker_path,
+                                         config.docker_image.empty() ? kDefaultDockerImage : config.docker_image);
 }
-
-// One call from its arrival to its answer.
 
 }  // namespace
 
@@ -61,11 +56,9 @@ std::string sandbox_label(sandbox::Backend backend) {
 Core::Core(asio::io_context& io, EngineConfig config)
     : io_(io),
       config_(std::move(config)),
-      catalog_(io_, worker_.get_executor(),
-               host_interpreter_sources(config_.uv_path, engine::cache_dir(config_.cache_dir)),
-               config_.python_version),
-      scheduler_(config_.max_concurrent_runs != 0 ? config_.max_concurrent_runs
-                                                  : 2 * std::max(1u, std::thread::hardware_concurrency())),
+      docker_(docker_backend(config_)),
+      catalog_(io_, worker_.get_executor(), interpreter_sources(config_, docker_), config_.python_version),
+      scheduler_(max_concurrent_runs(config_)),
       pool_(io_, {config_.max_zygotes, config_.zygote_idle_seconds},
             [this](const std::string& key) { return catalog_.is_default(key); },
             [this](const std::string& key, ZygoteProcess::State state, const std::string& reason) {
@@ -84,8 +77,20 @@ Core::Core(asio::io_context& io, EngineConfig config)
                      environments().warm_cache(in, parse_package_list(profiles::warmup_packages()),
                                                [](const std::string& s) { spdlog::info("cache warming {}", s); });
                    },
-                   [this] { return scheduler_.queued() + scheduler_.running() > 0; }}) {
+                   [this] { return scheduler_.queued() + scheduler_.running() > 0; }}),
+      sessions_(io_, Sessions::Config{config_.max_sessions, config_.session_idle_seconds, config_.session_snapshots,
+                                      SessionSandbox::Config{&startup_.cgroups(), config_.policy.limits,
+                                                             cgroup_worker_.get_executor()}}) {
   if (config_.zygote_path.empty()) config_.zygote_path = default_zygote_path();
+  run_network_ = plan_run_network(config_.policy.backend, config_.policy.network, ::geteuid() == 0,
+                                  sandbox::UserNetwork::find_pasta());
+  if (config_.policy.network && config_.policy.backend == sandbox::Backend::native) {
+    if (run_network_.user_mode) {
+      spdlog::info("--network on: {}", run_network_.description);
+    } else {
+      spdlog::warn("--network on: {}", run_network_.description);
+    }
+  }
 }
 
 Core::~Core() {
@@ -104,6 +109,7 @@ std::uint64_t Core::execute(RunRequest request, Engine::ProgressFn progress, Eng
   job->request = std::move(request);
   job->progress = std::move(progress);
   job->done = std::move(done);
+  if (job->request.session_id) job->kind = Job::Kind::step;
   jobs_[job->id] = job;
   if (shutting_down_) {
     job->before.cancelled = true;
@@ -124,8 +130,13 @@ void Core::cancel(std::uint64_t id) {
     job->execution->cancel();
     return;
   }
+  if (job->session && job->stage == Job::Stage::running) {
+    job->session->cancel_step();
+    return;
+  }
   scheduler_.remove(id);
   job->before.cancelled = true;
+  stop_waiting_for_environment(job);
   answer(job, std::move(job->before));
 }
 
@@ -149,11 +160,6 @@ void Core::on_zygote_state(const std::string& key, ZygoteProcess::State state, c
   }
 }
 
-Environments& Core::environments() {
-  if (!envs_) envs_ = std::make_unique<Environments>(io_, environments_config(config_));
-  return *envs_;
-}
-
 void Core::pump() {
   if (shutting_down_ || !startup_.ready()) return;
   scheduler_.pump([this](Scheduler::Id id) {
@@ -165,6 +171,22 @@ void Core::pump() {
 }
 
 Scheduler::Step Core::step(const std::shared_ptr<Job>& job) {
+  if (job->stage == Job::Stage::resolving && docker_) {
+    // Fail closed: without a daemon, the image or a container the daemon accepts, no run.
+    const auto status = docker_->status();
+    if (!status) {
+      std::weak_ptr<Core> weak = weak_from_this();
+      catalog_.start_quick([weak] {  // the docker check; then again
+        if (auto self = weak.lock()) self->pump();
+      });
+      return Step::waiting;
+    }
+    if (!status->ready()) {
+      refuse(job, "the docker sandbox is unavailable: " + status->problem + ". Fix: " + status->fix);
+      return Step::dropped;
+    }
+  }
+  if (job->kind == Job::Kind::step) return step_in_session(job);
   if (job->stage == Job::Stage::resolving) {
     const InterpreterChoice choice = catalog_.resolve(job->request.python_version);
     if (choice.wait) {
@@ -203,7 +225,11 @@ Scheduler::Step Core::step(const std::shared_ptr<Job>& job) {
   auto zygote = existing != pool_.zygotes().end() ? existing->second : zygote_for(*job->interpreter, env);
   switch (zygote->state()) {
     case ZygoteProcess::State::ready:
-      dispatch(job, zygote);
+      if (job->kind == Job::Kind::create) {
+        dispatch_create(job, zygote);
+      } else {
+        dispatch(job, zygote);
+      }
       return Step::started;
     case ZygoteProcess::State::starting:
       return Step::waiting;
@@ -242,76 +268,43 @@ bool Core::validate(const std::shared_ptr<Job>& job) {
   return false;
 }
 
-void Core::prepare_environment(const std::shared_ptr<Job>& job) {
-  job->environment_pending = true;
-  std::weak_ptr<Core> weak = weak_from_this();
-  std::weak_ptr<Job> weak_job = job;
-  // Progress for callers with a progress token: one step per installer stage.
-  Environments::ProgressFn progress;
-  if (job->progress) {
-    progress = [weak_job, step = std::make_shared<double>(0)](const std::string& stage, const std::string& message) {
-      auto j = weak_job.lock();
-      if (!j || j->stage == Job::Stage::answered || !j->progress) return;
-      *step += 1;
-      j->progress(*step, std::nullopt, stage + (message.empty() ? "" : ": " + message));
-    };
-  }
-  environments().ensure(*job->interpreter, job->requirements, std::move(progress), [weak, weak_job](EnvResult result) {
-    auto self = weak.lock();
-    auto j = weak_job.lock();
-    if (!self || !j || j->stage != Job::Stage::preparing) return;
-    j->environment_pending = false;
-    if (result.status == EnvResult::Status::error) {
-      self->scheduler_.remove(j->id);
-      self->refuse(j, result.error);
-      return;
-    }
-    j->env = std::move(result);
-    self->pump();
-  });
-}
-
-std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, const EnvResult* env) {
-  ZygoteLaunch launch;
-  launch.interpreter = interpreter;
-  launch.policy = config_.policy;
-  launch.zygote_path = config_.zygote_path;
-  launch.bwrap_path = config_.policy.backend == sandbox::Backend::native ? sandbox::find_bwrap() : "";
-  launch.preload = config_.preload_modules;
-  std::shared_ptr<void> lease;
-  if (env != nullptr) {
-    // The environment's zygote: its site dir first on sys.path, mounted read-only, and what its
-    // distributions provide imported ahead (a failing import is logged and skipped).
-    for (const auto& name : env->import_names) {
-      if (std::find(launch.preload.begin(), launch.preload.end(), name) == launch.preload.end()) {
-        launch.preload.push_back(name);
-      }
-    }
-    if (env->env_root) launch.env_root = *env->env_root;
-    lease = env->lease;
-  }
-  launch.max_value_bytes = config_.max_output_bytes;
-  launch.max_images = config_.max_images;
-  launch.rlimit_fallbacks.memory = !startup_.cgroups().limits_memory();
-  launch.rlimit_fallbacks.processes = !startup_.cgroups().limits_processes();
-  return pool_.get_or_start(zygote_key(interpreter, env), launch, std::move(lease));
-}
-
 void Core::dispatch(const std::shared_ptr<Job>& job, const std::shared_ptr<ZygoteProcess>& zygote) {
   job->stage = Job::Stage::running;
   job->zygote_python_version = zygote->python_version();
-  Execution::Config config;
-  config.max_output_bytes = config_.max_output_bytes;
-  config.result_limits = ResultLimits{config_.max_output_bytes, config_.max_images};
-  config.cgroups = &startup_.cgroups();
-  config.limits = config_.policy.limits;
-  config.cgroup_remover = cgroup_worker_.get_executor();
   std::weak_ptr<Core> weak = weak_from_this();
-  job->execution = std::make_shared<Execution>(io_, job->id, config, [weak, job](RunEvidence evidence) {
+  job->execution = std::make_shared<Execution>(io_, job->id, execution_config(true), [weak, job](RunEvidence evidence) {
     if (auto self = weak.lock()) self->answer(job, std::move(evidence));
   });
-  job->execution->start(zygote, job->request.script,
-                        static_cast<std::uint32_t>(std::max(1, job->request.timeout_seconds)));
+  // What the install left of the call's timeout (at least a second).
+  int timeout = std::max(1, job->request.timeout_seconds);
+  if (job->preparing_since) {
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(
+        std::chrono::steady_clock::now() - *job->preparing_since);
+    timeout = std::max(1, timeout - static_cast<int>(waited.count()));
+  }
+  const auto files = files_request(job->request);
+  job->execution->start(zygote, job->request.script, static_cast<std::uint32_t>(timeout),
+                        files ? &*files : nullptr);
+}
+
+Execution::Config Core::execution_config(bool own_cgroup) {
+  Execution::Config config;
+  config.max_output_bytes = config_.max_output_bytes;
+  config.result_limits = ResultLimits{config_.max_output_bytes, config_.max_images,
+                                      static_cast<std::size_t>(config_.max_output_file_bytes)};
+  config.cgroups = own_cgroup ? &startup_.cgroups() : nullptr;
+  config.limits = config_.policy.limits;
+  config.cgroup_remover = cgroup_worker_.get_executor();
+  return config;
+}
+
+std::optional<FilesRequest> Core::files_request(const RunRequest& request) const {
+  if (request.input_files.empty() && request.output_files.empty()) return std::nullopt;
+  FilesRequest files;
+  files.inputs = request.input_files;
+  files.output_globs = request.output_files;
+  files.max_output_bytes = config_.max_output_file_bytes;
+  return files;
 }
 
 void Core::refuse(const std::shared_ptr<Job>& job, const std::string& message, bool refused) {
@@ -320,27 +313,36 @@ void Core::refuse(const std::shared_ptr<Job>& job, const std::string& message, b
   answer(job, std::move(job->before));
 }
 
-void Core::answer(const std::shared_ptr<Job>& job, RunEvidence evidence) {
-  if (job->stage == Job::Stage::answered) return;
-  const bool ran = job->stage == Job::Stage::running;
-  job->stage = Job::Stage::answered;
-  jobs_.erase(job->id);
-  scheduler_.finished(job->id);
-  job->execution.reset();
-
+void Core::complete_evidence(const Job& job, RunEvidence& evidence) const {
   evidence.sandbox = sandbox_label(config_.policy.backend);
   // A static interpreter (no shared libpython) cannot be embedded: a fresh one runs each script.
-  evidence.execution_path = job->interpreter && !job->interpreter->shared() ? "spawn" : "zygote";
-  if (job->interpreter) evidence.python_version = job->interpreter->version;
-  if (!job->zygote_python_version.empty()) evidence.python_version = job->zygote_python_version;
+  evidence.execution_path = job.kind == Job::Kind::step                     ? "session"
+                            : job.interpreter && !job.interpreter->shared() ? "spawn"
+                                                                              : "zygote";
+  if (job.interpreter) evidence.python_version = job.interpreter->version;
+  if (!job.zygote_python_version.empty()) evidence.python_version = job.zygote_python_version;
   evidence.max_output_bytes = config_.max_output_bytes;
   evidence.memory_limit_bytes = config_.policy.limits.memory_bytes;
   evidence.memory_counted = startup_.cgroups().limits_memory();
   evidence.processes_counted = startup_.cgroups().limits_processes();
   evidence.cpu_limit_seconds = config_.policy.limits.cpu_seconds != 0
                                    ? config_.policy.limits.cpu_seconds
-                                   : static_cast<std::uint32_t>(std::max(1, job->request.timeout_seconds));
+                                   : static_cast<std::uint32_t>(std::max(1, job.request.timeout_seconds));
+}
+
+void Core::answer(const std::shared_ptr<Job>& job, RunEvidence evidence) {
+  if (job->stage == Job::Stage::answered) return;
+  if (answer_create_failure(job, evidence)) return;
+  const bool ran = job->stage == Job::Stage::running;
+  job->stage = Job::Stage::answered;
+  jobs_.erase(job->id);
+  scheduler_.finished(job->id);
+  job->execution.reset();
+  job->session.reset();
+
+  complete_evidence(*job, evidence);
   RunResult result = decide_outcome(std::move(evidence));
+  if (job->step_report) result.session = std::move(job->step_report);
   if (job->done) {
     // Posted: the caller may start new runs from its callback while we are in the middle of ours.
     asio::post(io_, [done = std::move(job->done), result = std::move(result)]() mutable { done(std::move(result)); });
@@ -373,7 +375,8 @@ void Core::find_interpreter(std::optional<std::string> version, Engine::Interpre
 // and the discovery, so that the report lists every interpreter and the cgroups really used.
 void Core::environment_report(std::function<void(EnvironmentReport)> done) {
   auto build = [this, done = std::move(done)] {
-    EnvironmentParts parts{config_, catalog_, pool_, scheduler_, startup_.cgroups(), probe_};
+    EnvironmentParts parts{config_, catalog_, pool_, scheduler_, startup_.cgroups(), probe_, docker_.get(),
+                           run_network_};
     EnvironmentReport report = describe_environment(parts);
     environments().report([report = std::move(report), done, warm = config_.warm_cache](EnvironmentsStatus status) mutable {
       if (!warm) status.cache_warming = "disabled (--no-warm-cache)";
@@ -417,6 +420,7 @@ void Core::shutdown(std::function<void()> done) {
   }
   shutting_down_ = true;
   startup_.stop();
+  sessions_.shutdown();  // their running steps are answered as cancelled
   for (const auto id : scheduler_.take_queued()) {
     if (const auto it = jobs_.find(id); it != jobs_.end()) {
       auto job = it->second;
@@ -443,7 +447,26 @@ void Core::shutdown(std::function<void()> done) {
     });
   };
   if (envs_) envs_->shutdown(step);  // kills running installers
-  pool_.stop_all(step);
+  std::function<void()> zygotes_stopped = step;
+  if (docker_) {
+    // Then whatever container of ours is still there (one whose zygote did not exit in time),
+    // and the backend's runtime directory.
+    const bool reachable = docker_->status() && docker_->status()->ready();
+    zygotes_stopped = [this, step, reachable]() mutable {
+      asio::post(worker_, [this, step = std::move(step), reachable]() mutable {
+        if (reachable) {
+          try {
+            remove_owned_containers(docker_->status()->docker_path, docker_->owner());
+          } catch (const std::exception& e) {
+            spdlog::warn("removing the server's containers: {}", e.what());
+          }
+        }
+        docker_->remove_runtime();
+        asio::post(io_, std::move(step));
+      });
+    };
+  }
+  pool_.stop_all(zygotes_stopped);
 }
 
 }  // namespace engine

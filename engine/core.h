@@ -7,12 +7,14 @@
 //   Execution           (execution/execution.h)   one dispatched run, from its pipes to its kill
 //   decide_outcome      (execution/outcome.h)     the RunResult from the evidence of a run's end
 //   Startup             (startup.h)               when each part gets ready
+//   Sessions            (sessions/)               live interpreters between calls, their snapshots
 // A call becomes a Job: queued -> interpreter resolved -> script validated -> environment ready
 // (installed off the queue's slots) -> zygote ready -> running (an Execution) -> answered.
 // Blocking work (cgroup setup, interpreter probes, the host probe) runs on one worker thread and
 // posts back; cgroup removal has its own worker so that shutdown never waits behind a probe.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -29,8 +31,10 @@
 #include "engine/interpreters/catalog.h"
 #include "engine/pool/zygote_pool.h"
 #include "engine/scheduler.h"
+#include "engine/sessions/sessions.h"
 #include "engine/startup.h"
 #include "sandbox/probe.h"
+#include "engine/pool/docker_host.h"
 
 namespace engine {
 
@@ -44,7 +48,13 @@ struct Job {
     running,      // an Execution has it
     answered,
   };
+  enum class Kind {
+    run,     // execute_python without a session
+    step,    // execute_python in a session: the next step of request.session_id
+    create,  // create_session: the same preparation as a run, then a session sandbox
+  };
   std::uint64_t id = 0;
+  Kind kind = Kind::run;
   Stage stage = Stage::resolving;
   RunRequest request;
   Engine::DoneFn done;
@@ -52,11 +62,19 @@ struct Job {
   std::optional<Interpreter> interpreter;
   std::vector<Requirement> requirements;
   bool environment_pending = false;
+  std::uint64_t environment_ticket = 0;  // Environments::ensure's, while it waits for it
+  // The install counts against the call's timeout: when it started to wait, and its deadline.
+  std::optional<std::chrono::steady_clock::time_point> preparing_since;
+  std::unique_ptr<asio::steady_timer> install_deadline;
   std::optional<EnvResult> env;
   std::shared_ptr<Execution> execution;
   std::string zygote_python_version;
   // Evidence gathered before it runs (refusals, failures, cancellation).
   RunEvidence before;
+  // Sessions.
+  std::shared_ptr<Session> session;       // a step's session, once dispatched
+  std::optional<StepReport> step_report;  // what the step did to it
+  Engine::SessionFn created;              // create: the answer
 };
 
 class Core : public std::enable_shared_from_this<Core> {
@@ -70,26 +88,47 @@ class Core : public std::enable_shared_from_this<Core> {
   void find_interpreter(std::optional<std::string> version, Engine::InterpreterFn done);
   void environment_report(std::function<void(EnvironmentReport)> done);
   void shutdown(std::function<void()> done);
+  // Sessions (core_sessions.cpp).
+  void create_session(SessionRequest request, Engine::ProgressFn progress, Engine::SessionFn done);
+  void fork_session(const std::string& owner, const std::string& id, std::optional<std::uint64_t> step,
+                    Engine::SessionFn done);
+  void reset_session(const std::string& owner, const std::string& id, std::uint64_t step, Engine::SessionFn done);
+  void close_session(const std::string& owner, const std::string& id, Engine::SessionFn done);
+  void list_sessions(const std::string& owner, std::function<void(SessionList)> done);
+  void close_sessions_of(const std::string& owner, const std::string& why);
 
  private:
   using Step = Scheduler::Step;
 
-  void on_zygote_state(const std::string& key, ZygoteProcess::State state, const std::string& reason);
+  // Dependency environments and the zygotes that serve them (core_environments.cpp).
+  void stop_waiting_for_environment(const std::shared_ptr<Job>& job);
   Environments& environments();
+  void prepare_environment(const std::shared_ptr<Job>& job);
+  std::shared_ptr<ZygoteProcess> zygote_for(const Interpreter& interpreter, const EnvResult* env = nullptr);
+  void on_zygote_state(const std::string& key, ZygoteProcess::State state, const std::string& reason);
   void pump();
   Step step(const std::shared_ptr<Job>& job);
   bool validate(const std::shared_ptr<Job>& job);
-  void prepare_environment(const std::shared_ptr<Job>& job);
-  std::shared_ptr<ZygoteProcess> zygote_for(const Interpreter& interpreter, const EnvResult* env = nullptr);
   void dispatch(const std::shared_ptr<Job>& job, const std::shared_ptr<ZygoteProcess>& zygote);
   void refuse(const std::shared_ptr<Job>& job, const std::string& message, bool refused = false);
   void answer(const std::shared_ptr<Job>& job, RunEvidence evidence);
+  // What the server knows of every run (its sandbox, interpreter, limits), for decide_outcome.
+  void complete_evidence(const Job& job, RunEvidence& evidence) const;
+  Execution::Config execution_config(bool own_cgroup);
+  std::optional<FilesRequest> files_request(const RunRequest& request) const;
+  // Sessions (core_sessions.cpp).
+  Step step_in_session(const std::shared_ptr<Job>& job);
+  void dispatch_create(const std::shared_ptr<Job>& job, const std::shared_ptr<ZygoteProcess>& zygote);
+  // A create job that did not get its session: answered with the error. False for other jobs.
+  bool answer_create_failure(const std::shared_ptr<Job>& job, const RunEvidence& evidence);
   std::string native_problem_hint() const;
 
   asio::io_context& io_;
   EngineConfig config_;
+  RunNetwork run_network_;  // how runs reach the network with --network on (decided once)
   asio::thread_pool worker_{1};
   asio::thread_pool cgroup_worker_{1};
+  std::shared_ptr<DockerBackend> docker_;  // the docker backend only
   InterpreterCatalog catalog_;
   Scheduler scheduler_;
   ZygotePool pool_;
@@ -102,7 +141,12 @@ class Core : public std::enable_shared_from_this<Core> {
   std::optional<sandbox::ProbeResult> probe_;
   bool probe_running_ = false;
   std::vector<std::function<void()>> probe_waiters_;
+  Sessions sessions_;
 };
+
+// The key of a zygote in the pool: the interpreter, plus the environment and what it pre-imports
+// (core_environments.cpp).
+std::string zygote_key(const Interpreter& interpreter, const EnvResult* env);
 
 // "native", "none (unsandboxed)", "docker": the label results and reports carry.
 std::string sandbox_label(sandbox::Backend backend);
@@ -115,6 +159,8 @@ struct EnvironmentParts {
   const Scheduler& scheduler;
   const sandbox::CgroupSetup& cgroups;
   const std::optional<sandbox::ProbeResult>& probe;
+  const DockerBackend* docker;
+  const RunNetwork& network;
 };
 // Everything but `environments` (which the environments' own worker reports).
 EnvironmentReport describe_environment(const EnvironmentParts& parts);

@@ -5,6 +5,9 @@
 
 #include "engine/core.h"
 
+#include <algorithm>
+#include <thread>
+
 namespace engine {
 namespace {
 
@@ -24,6 +27,22 @@ class EngineImpl final : public Engine {
     core_->environment_report(std::move(done));
   }
   void shutdown(std::function<void()> done) override { core_->shutdown(std::move(done)); }
+  void create_session(SessionRequest request, ProgressFn progress, SessionFn done) override {
+    core_->create_session(std::move(request), std::move(progress), std::move(done));
+  }
+  void fork_session(std::string owner, std::string id, std::optional<std::uint64_t> step, SessionFn done) override {
+    core_->fork_session(owner, id, step, std::move(done));
+  }
+  void reset_session(std::string owner, std::string id, std::uint64_t step, SessionFn done) override {
+    core_->reset_session(owner, id, step, std::move(done));
+  }
+  void close_session(std::string owner, std::string id, SessionFn done) override {
+    core_->close_session(owner, id, std::move(done));
+  }
+  void list_sessions(std::string owner, std::function<void(SessionList)> done) override {
+    core_->list_sessions(owner, std::move(done));
+  }
+  void close_sessions_of(std::string owner, std::string why) override { core_->close_sessions_of(owner, why); }
 
  private:
   class Handle final : public RunHandle {
@@ -42,6 +61,27 @@ class EngineImpl final : public Engine {
 };
 
 }  // namespace
+
+namespace {
+SessionReply no_sessions() {
+  SessionReply reply;
+  reply.error = "this server's engine has no sessions";
+  reply.refused = true;
+  return reply;
+}
+}  // namespace
+
+void Engine::create_session(SessionRequest, ProgressFn, SessionFn done) { done(no_sessions()); }
+void Engine::fork_session(std::string, std::string, std::optional<std::uint64_t>, SessionFn done) { done(no_sessions()); }
+void Engine::reset_session(std::string, std::string, std::uint64_t, SessionFn done) { done(no_sessions()); }
+void Engine::close_session(std::string, std::string, SessionFn done) { done(no_sessions()); }
+void Engine::list_sessions(std::string, std::function<void(SessionList)> done) { done(SessionList{}); }
+void Engine::close_sessions_of(std::string, std::string) {}
+
+unsigned max_concurrent_runs(const EngineConfig& config) {
+  return config.max_concurrent_runs != 0 ? config.max_concurrent_runs
+                                         : 2 * std::max(1u, std::thread::hardware_concurrency());
+}
 
 std::unique_ptr<Engine> make_engine(asio::io_context& io, EngineConfig config) {
   return std::make_unique<EngineImpl>(io, std::move(config));

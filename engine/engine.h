@@ -34,7 +34,17 @@ struct EngineConfig {
   unsigned max_images = 4;
   IndexOptions index;
   std::string zygote_path;                      // empty = next to the server executable
+  // Sessions (engine/sessions/) and files.
+  unsigned max_sessions = 8;                    // --max-sessions
+  unsigned session_idle_seconds = 900;          // --session-idle-seconds
+  unsigned session_snapshots = 8;               // --session-snapshots: steps kept besides step 0
+  std::uint64_t max_output_file_bytes = 10ull << 20;  // --max-output-file-bytes, per call
+  std::string docker_path = "docker";           // --docker-path (docker or podman)
+  std::string docker_image;                     // --docker-image; empty = kDefaultDockerImage
 };
+
+// Runs executing at once under `config`: --max-concurrent-runs, else 2 x cores.
+unsigned max_concurrent_runs(const EngineConfig& config);
 
 class Engine {
  public:
@@ -65,6 +75,20 @@ class Engine {
   virtual void environment_report(std::function<void(EnvironmentReport)> done) = 0;
   // Kills every run and zygote, reaps every child; then calls `done`.
   virtual void shutdown(std::function<void()> done) = 0;
+
+  // Sessions (engine/sessions/): state that lives between calls. Each belongs to the owner that
+  // created it; another owner's call gets "unknown session". Steps are execute() calls with a
+  // session_id. Callbacks run on the io thread. An engine without sessions refuses them.
+  using SessionFn = std::function<void(SessionReply)>;
+  virtual void create_session(SessionRequest request, ProgressFn progress, SessionFn done);
+  // A new session continuing from `step` of `id` (default: its head), in the same sandbox.
+  virtual void fork_session(std::string owner, std::string id, std::optional<std::uint64_t> step, SessionFn done);
+  virtual void reset_session(std::string owner, std::string id, std::uint64_t step, SessionFn done);
+  virtual void close_session(std::string owner, std::string id, SessionFn done);
+  virtual void list_sessions(std::string owner, std::function<void(SessionList)> done);
+  // The owner is gone for good (an HTTP protocol session ended): its sessions close, also those
+  // being created. `why` is logged.
+  virtual void close_sessions_of(std::string owner, std::string why);
 };
 
 std::unique_ptr<Engine> make_engine(asio::io_context& io, EngineConfig config);

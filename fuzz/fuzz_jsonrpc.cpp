@@ -1,7 +1,8 @@
 // JSON-RPC parsing and classification (mcp/jsonrpc.*) and the id sniffer (mcp/id_sniffer.*).
 // Input: one line as a client sends it.
 // Properties: parse never throws and refuses nesting deeper than kMaxNesting; what it accepts
-// serialises to one line that parses back to the same value; classify never throws and says why
+// serialises to one line, exactly as nlohmann's serializer writes it, that parses back to the
+// same value; classify never throws and says why
 // a message is invalid; for an object whose "id" key appears once, the sniffer recovers the
 // same id the parser sees.
 #include <string>
@@ -42,6 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(depth_of(*parsed) <= rpc::kMaxNesting);
 
   const std::string text = rpc::serialize(*parsed);
+  // The fast writer gives exactly what nlohmann's serializer gives.
+  FUZZ_CHECK(text == parsed->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   FUZZ_CHECK(text.find('\n') == std::string::npos);
   const auto again = rpc::parse(text);
   FUZZ_CHECK(again.has_value());

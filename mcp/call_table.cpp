@@ -33,6 +33,8 @@ std::string joined(const std::vector<std::string>& items) {
 struct CallTable::State {
   std::map<std::string, std::shared_ptr<CallImpl>> calls;
   std::vector<std::function<void()>> empty_waiters;  // when_empty
+  std::size_t reserved = 0;                          // reserve_bytes of the calls in flight
+  std::function<void()> on_call_ended;
 
   void notify_if_empty() {
     if (!calls.empty() || empty_waiters.empty()) return;
@@ -87,6 +89,7 @@ class CallImpl final : public ToolCall, public std::enable_shared_from_this<Call
   }
 
   const std::string& client() const override { return options_.client; }
+  const std::string& owner() const override { return options_.owner; }
 
   void request_cancel() {
     if (cancel_requested_) return;
@@ -132,7 +135,10 @@ class CallImpl final : public ToolCall, public std::enable_shared_from_this<Call
   }
 
   void detach() {
-    if (auto table = table_.lock()) table->calls.erase(key_);
+    auto table = table_.lock();
+    if (!table || table->calls.erase(key_) == 0) return;
+    table->reserved -= options_.reserve_bytes;
+    if (table->on_call_ended) table->on_call_ended();
   }
 
   std::weak_ptr<CallTable::State> table_;
@@ -183,8 +189,10 @@ void CallTable::call_tool(const ToolRegistry& tools, const json& id, std::string
            "Invalid Request: id " + id.dump() + " is already used by a request in flight");
     return;
   }
+  const std::size_t reserve = options.reserve_bytes;
   auto call = std::make_shared<CallImpl>(state_, id, key, std::move(arguments), std::move(options),
                                          std::move(outlet));
+  state_->reserved += reserve;
   state_->calls.emplace(std::move(key), call);
   call->run(*tool);
 }
@@ -201,6 +209,10 @@ bool CallTable::cancel(const std::string& key) {
 bool CallTable::contains(const std::string& key) const { return state_->calls.count(key) != 0; }
 
 std::size_t CallTable::size() const { return state_->calls.size(); }
+
+std::size_t CallTable::reserved_bytes() const { return state_->reserved; }
+
+void CallTable::set_on_call_ended(std::function<void()> hook) { state_->on_call_ended = std::move(hook); }
 
 void CallTable::when_empty(std::function<void()> callback) {
   state_->empty_waiters.push_back(std::move(callback));

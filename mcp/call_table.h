@@ -30,6 +30,11 @@ struct CallOptions {
   std::string logger_name = "mcp-python-exec-sandbox";
   bool stateless = false;                        // stateless era: resultType + serverInfo
   std::string client;  // who asked (an HTTP client's address): runs of clients take turns
+  // Whose sessions the call may see (ToolCall::owner): "" on stdio (one client), the protocol
+  // session over HTTP's initialize era, the server's token holders in the stateless era.
+  std::string owner;
+  // The call's share of the stdio intake bound (mcp/intake.h), held while it is in flight.
+  std::size_t reserve_bytes = 0;
 };
 
 class CallTable {
@@ -50,6 +55,10 @@ class CallTable {
   bool cancel(const std::string& key);
   bool contains(const std::string& key) const;
   std::size_t size() const;
+  // The shares (CallOptions::reserve_bytes) of the calls in flight, together.
+  std::size_t reserved_bytes() const;
+  // Runs `hook` each time a call leaves the table (answered, suppressed or abandoned).
+  void set_on_call_ended(std::function<void()> hook);
   // Runs `callback` once no call is in flight: now, or right after the last one's response went
   // out (or was suppressed).
   void when_empty(std::function<void()> callback);

@@ -21,6 +21,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/environments/installer.h"
 #include "mcp/server_info.h"
 #include "sandbox/policy.h"
 
@@ -137,7 +138,8 @@ CliResult parse_cli(const std::vector<std::string>& args) {
               network = "on", memory_mb, max_processes, cpu_seconds, tmpfs_mb, cache_dir,
               env_cache_mb, max_zygotes, zygote_idle, max_images, index_url, run_file,
               transport = "stdio", host = "127.0.0.1", port = "8000", token_file,
-              max_connections, read_timeout;
+              max_connections, read_timeout, max_sessions, session_idle, session_snapshots,
+              max_output_file_bytes, docker_image, docker_path = "docker";
   std::vector<std::string> preload, extra_index_urls, find_links;
   bool no_warm_cache = false, offline = false, version = false, allow_unauthenticated = false;
 
@@ -145,6 +147,10 @@ CliResult parse_cli(const std::vector<std::string>& args) {
                  "CPython X.Y that runs scripts (default: the default interpreter's, "
                  "Debian's /usr/bin/python3 when present)");
   app.add_option("--sandbox-backend", backend, "native | docker | none (default: native)");
+  app.add_option("--docker-image", docker_image,
+                 "docker backend: the image zygotes run in (default: mcp-python-exec-sandbox:bookworm, "
+                 "built by scripts/build-image.sh)");
+  app.add_option("--docker-path", docker_path, "docker backend: the docker or podman client (default: docker)");
   app.add_option("--max-timeout", max_timeout, "Largest timeout_seconds a call may ask for (default: 300)");
   app.add_option("--default-timeout", default_timeout, "timeout_seconds when a call gives none (default: 30)");
   app.add_option("--max-output-bytes", max_output,
@@ -174,6 +180,16 @@ CliResult parse_cli(const std::vector<std::string>& args) {
                  "A warm interpreter other than the default one stops after this long unused "
                  "(default: 600)");
   app.add_option("--max-images", max_images, "Figures returned per run (default: 4)");
+  app.add_option("--max-sessions", max_sessions,
+                 "Sessions (create_session, fork_session) that may exist at once, all clients together "
+                 "(default: 8)");
+  app.add_option("--session-idle-seconds", session_idle,
+                 "A session unused for this long is closed (default: 900)");
+  app.add_option("--session-snapshots", session_snapshots,
+                 "Steps of each session kept for reset_session and fork_session, besides step 0 "
+                 "(default: 8)");
+  app.add_option("--max-output-file-bytes", max_output_file_bytes,
+                 "Bytes of output_files returned per call, all files together (default: 10485760)");
   app.add_option("--index-url", index_url, "Package index URL for installs");
   app.add_option("--extra-index-url", extra_index_urls, "Additional package index URL (repeatable)");
   app.add_option("--find-links", find_links, "Extra place to find packages (repeatable)");
@@ -196,6 +212,14 @@ CliResult parse_cli(const std::vector<std::string>& args) {
   app.add_option("--run", run_file,
                  "Run FILE once through the sandbox, print the result and exit with its exit code "
                  "(no MCP)");
+
+  // As the Python server's argparse does: a flag given twice keeps its last value; the
+  // repeatable ones accumulate.
+  for (CLI::Option* option : app.get_options()) {
+    const std::string name = option->get_name();
+    if (name == "--preload" || name == "--extra-index-url" || name == "--find-links") continue;
+    option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
 
   CliResult result;
   std::vector<const char*> argv;
@@ -242,6 +266,16 @@ CliResult parse_cli(const std::vector<std::string>& args) {
       throw UsageError("--sandbox-backend: expected native, docker or none, got '" + backend + "'");
     }
     config.policy.backend = *parsed_backend;
+    if (app.count("--docker-image") != 0) {
+      require_plain_text("--docker-image", docker_image);
+      if (docker_image.empty() || docker_image.front() == '-') {
+        throw UsageError("--docker-image: expected an image name, got '" + docker_image + "'");
+      }
+      config.docker_image = docker_image;
+    }
+    require_plain_text("--docker-path", docker_path);
+    if (docker_path.empty()) throw UsageError("--docker-path: expected docker, podman or a path");
+    config.docker_path = docker_path;
     config.max_timeout_seconds = static_cast<int>(parse_integer("--max-timeout", max_timeout, 1, kIntMax));
     config.default_timeout_seconds = static_cast<int>(
         parse_integer("--default-timeout", default_timeout, 1, config.max_timeout_seconds));
@@ -313,6 +347,21 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     if (!max_images.empty()) {
       config.max_images = static_cast<unsigned>(parse_integer("--max-images", max_images, 0, 64));
     }
+    if (!max_sessions.empty()) {
+      config.max_sessions = static_cast<unsigned>(parse_integer("--max-sessions", max_sessions, 0, 1024));
+    }
+    if (!session_idle.empty()) {
+      config.session_idle_seconds =
+          static_cast<unsigned>(parse_integer("--session-idle-seconds", session_idle, 1, 86400 * 7));
+    }
+    if (!session_snapshots.empty()) {
+      config.session_snapshots =
+          static_cast<unsigned>(parse_integer("--session-snapshots", session_snapshots, 1, 1000));
+    }
+    if (!max_output_file_bytes.empty()) {
+      config.max_output_file_bytes = static_cast<std::uint64_t>(
+          parse_integer("--max-output-file-bytes", max_output_file_bytes, 0, std::int64_t{1} << 30));
+    }
     if (app.count("--index-url") != 0) {
       require_plain_text("--index-url", index_url);
       config.index.index_url = index_url;
@@ -322,6 +371,13 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     for (const auto& link : find_links) require_plain_text("--find-links", link);
     config.index.find_links = find_links;
     config.index.offline = offline;
+    // Started as root, the server runs the installer sandboxed as nobody: a find-links directory
+    // private to root would fail every install with a bare "Permission denied".
+    if (::geteuid() == 0 && config.policy.backend != sandbox::Backend::none) {
+      const std::string problem = engine::deps::find_links_access_problem(
+          config.index.find_links, engine::deps::InstallerOptions{}.unprivileged_uid);
+      if (!problem.empty()) throw UsageError(problem);
+    }
 
     if (transport == "http") {
       options.transport = Transport::http;

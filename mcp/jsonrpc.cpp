@@ -2,41 +2,65 @@
 
 #include <utility>
 
+#include "engine/execution/json_string.h"
+
 namespace mcp::jsonrpc {
 
 namespace {
 
-// One pass over the raw text counting bracket depth outside strings.
-bool nesting_within_limit(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  bool escape = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escape) {
-        escape = false;
-      } else if (c == '\\') {
-        escape = true;
-      } else if (c == '"') {
-        in_string = false;
+// ---------------------------------------------------------------------------------------------
+// Writing. nlohmann's serializer decodes every byte of every string through a UTF-8 state
+// machine; a run's reply carries its output twice (text and structuredContent), so for 1 MiB of
+// output that decoding was a fifth of the whole call's CPU. The writer below gives byte for
+// byte what dump(-1, ' ', false, replace) gives (the fuzzer and the unit tests compare the two),
+// strings through engine/execution/json_string.h (plain bytes eight at a time); anything unusual
+// (a string that is not valid UTF-8, a number, binary) is left to nlohmann.
+
+void append_value(std::string& out, const json& value) {
+  switch (value.type()) {
+    case json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& [key, member] : value.items()) {
+        if (!first) out += ',';
+        first = false;
+        if (!engine::append_json_string(out, key)) out += json(key).dump(-1, ' ', false, json::error_handler_t::replace);
+        out += ':';
+        append_value(out, member);
       }
-      continue;
+      out += '}';
+      return;
     }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxNesting) return false;
-    } else if (c == '}' || c == ']') {
-      --depth;
+    case json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const auto& element : value) {
+        if (!first) out += ',';
+        first = false;
+        append_value(out, element);
+      }
+      out += ']';
+      return;
     }
+    case json::value_t::string:
+      if (engine::append_json_string(out, value.get_ref<const std::string&>())) return;
+      break;
+    case json::value_t::null:
+      out += "null";
+      return;
+    case json::value_t::boolean:
+      out += value.get<bool>() ? "true" : "false";
+      return;
+    default:
+      break;
   }
-  return true;
+  out += value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace
 
 std::optional<json> parse(std::string_view text) {
-  if (!nesting_within_limit(text)) return std::nullopt;
+  if (!engine::json_nesting_within(text, kMaxNesting)) return std::nullopt;
   json value = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return std::nullopt;
   return value;
@@ -62,7 +86,9 @@ json notification(std::string_view method, json params) {
 }
 
 std::string serialize(const json& message) {
-  return message.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  append_value(out, message);
+  return out;
 }
 
 Classified classify(const json& message) {

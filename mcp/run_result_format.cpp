@@ -1,5 +1,10 @@
 #include "mcp/run_result_format.h"
 
+#include "engine/execution/json_string.h"
+#include "engine/execution/output_capture.h"
+#include "engine/execution/result_channel.h"
+
+#include <cctype>
 #include <cstdio>
 #include <vector>
 
@@ -23,6 +28,31 @@ std::string one_decimal(double value) {
 
 json text_item(std::string text) { return {{"type", "text"}, {"text", std::move(text)}}; }
 
+// An output file's place, as a URI: its path in the run's work dir, percent-encoded.
+std::string file_uri(const std::string& path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out = "sandbox://workdir/";
+  for (const unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+// Text when the type is textual, the bytes are UTF-8 and escaping them for JSON does not make
+// them larger than base64 would (control bytes cost six each): else base64, so that a reply's
+// files take at most 4/3 of --max-output-file-bytes (mcp/intake.h counts on it).
+bool as_text(const engine::OutputFile& file) {
+  const std::size_t size = file.content.size();
+  return engine::is_textual_mime(file.mime_type) && engine::sanitize_utf8(file.content) == file.content &&
+         engine::json_string_size(file.content) <= (size + 2) / 3 * 4;
+}
+
 }  // namespace
 
 std::string format_run_text(const engine::RunResult& result) {
@@ -38,6 +68,13 @@ std::string format_run_text(const engine::RunResult& result) {
     for (const auto& note : result.notes) notes += "\n" + note;
     parts.push_back(notes);
   }
+  if (!result.files.empty()) {
+    std::string files = "--- files ---";
+    for (const auto& f : result.files) {
+      files += "\n" + f.path + " (" + f.mime_type + ", " + std::to_string(f.content.size()) + " bytes)";
+    }
+    parts.push_back(files);
+  }
   // The trailer, always last: nothing the script controls follows it.
   parts.push_back("--- exit_code: " + std::to_string(result.exit_code) + " ---");
   if (result.end_reason != engine::EndReason::exit) {
@@ -52,6 +89,11 @@ std::string format_run_text(const engine::RunResult& result) {
     usage += " peak_memory_mb=" + one_decimal(to_mb(result.usage.peak_memory_bytes));
   }
   parts.push_back(usage + " end=" + std::string(engine::to_string(result.end_reason)) + " ---");
+  if (const auto& s = result.session) {
+    parts.push_back("--- session: " + s->session_id + " step: " + std::to_string(s->step) +
+                    (s->kept ? "" : " (this run was not kept)") + " ---");
+    if (!s->note.empty()) parts.push_back("--- session_note: " + s->note + " ---");
+  }
   std::string text;
   for (const auto& part : parts) {
     if (!text.empty()) text += '\n';
@@ -89,6 +131,24 @@ json run_structured_content(const engine::RunResult& result) {
   }
   out["usage"] = std::move(usage);
   if (result.service_error) out["service_error"] = *result.service_error;
+  if (!result.files.empty()) {
+    json files = json::array();
+    for (const auto& f : result.files) {
+      files.push_back({{"path", f.path},
+                       {"uri", file_uri(f.path)},
+                       {"mime_type", f.mime_type},
+                       {"bytes", f.content.size()},
+                       {"encoding", as_text(f) ? "text" : "base64"}});
+    }
+    out["files"] = std::move(files);
+  }
+  if (const auto& s = result.session) {
+    out["session"] = {{"session_id", s->session_id},
+                      {"step", s->step},
+                      {"kept", s->kept},
+                      {"snapshots", s->snapshots},
+                      {"note", s->note}};
+  }
   return out;
 }
 
@@ -112,7 +172,9 @@ json run_output_schema() {
                        "file_size_limit", "cancelled", "sandbox_error", "install_failed", "refused"}}}},
            {"sandbox", {{"type", "string"}, {"description", "Isolation that really applied"}}},
            {"python_version", string},
-           {"execution_path", {{"type", "string"}, {"description", "zygote (forked from a warm interpreter) or spawn"}}},
+           {"execution_path",
+            {{"type", "string"},
+             {"description", "zygote (forked from a warm interpreter), spawn, or session (a session's step)"}}},
            {"images", {{"type", "integer"}, {"minimum", 0}, {"description", "Number of image items in content"}}},
            {"notes", {{"type", "array"}, {"items", {{"type", "string"}}}}},
            {"return_value",
@@ -131,6 +193,26 @@ json run_output_schema() {
                {"end_reason", string}}},
              {"required", {"wall_ms", "end_reason"}}}},
            {"service_error", {{"type", "string"}, {"description", "Set when the service itself failed"}}},
+           {"files",
+            {{"type", "array"},
+             {"description", "output_files returned, each also an embedded resource in content"},
+             {"items",
+              {{"type", "object"},
+               {"properties",
+                {{"path", string}, {"uri", string}, {"mime_type", string}, {"bytes", integer},
+                 {"encoding", {{"type", "string"}, {"enum", {"text", "base64"}}}}}},
+               {"required", {"path", "uri", "mime_type", "bytes", "encoding"}}}}}},
+           {"session",
+            {{"type", "object"},
+             {"description", "For a run in a session: the step it created (kept), or the step the session "
+                             "continues from (not kept: timeout, cancel, crash)"},
+             {"properties",
+              {{"session_id", string},
+               {"step", {{"type", "integer"}, {"minimum", 0}}},
+               {"kept", {{"type", "boolean"}}},
+               {"snapshots", {{"type", "boolean"}, {"description", "false: the interpreter runs threads, no snapshot"}}},
+               {"note", string}}},
+             {"required", {"session_id", "step", "kept", "snapshots"}}}},
        }},
       {"required",
        {"stdout", "stderr", "exit_code", "duration_ms", "timed_out", "stdout_truncated",
@@ -142,6 +224,15 @@ json run_call_tool_result(const engine::RunResult& result) {
   json content = json::array({text_item(format_run_text(result))});
   for (const auto& image : result.images) {
     content.push_back({{"type", "image"}, {"data", image.data_base64}, {"mimeType", image.mime_type}});
+  }
+  for (const auto& f : result.files) {
+    json resource = {{"uri", file_uri(f.path)}, {"mimeType", f.mime_type}};
+    if (as_text(f)) {
+      resource["text"] = f.content;
+    } else {
+      resource["blob"] = engine::base64_encode(f.content);
+    }
+    content.push_back({{"type", "resource"}, {"resource", std::move(resource)}});
   }
   return {{"content", std::move(content)},
           {"structuredContent", run_structured_content(result)},

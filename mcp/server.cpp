@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <optional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -17,11 +18,14 @@
 #include "mcp/graceful_stop.h"
 #include "mcp/http/endpoint.h"
 #include "mcp/http/listener.h"
+#include "mcp/intake.h"
+#include "mcp/jsonrpc.h"
 #include "mcp/run_result_format.h"
 #include "mcp/session.h"
 #include "mcp/stdio_transport.h"
 #include "mcp/tool_registry.h"
 #include "mcp/tools/services.h"
+#include "sandbox/user_network.h"
 
 namespace mcp {
 
@@ -72,6 +76,111 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
+// Takes the client's lines into the session one message at a time, within the intake bound
+// (mcp/intake.h). A line that would start a call while there is no room for it is held, and
+// nothing more is read (the client's writes block) until a call ends or the client reads
+// replies; every other message is taken as it comes. Single-threaded, on the io thread.
+class StdioIntake {
+ public:
+  StdioIntake(asio::io_context& io, StdioTransport& transport, Session& session, IntakeLimits limits,
+              std::size_t reply_bound)
+      : io_(io), transport_(transport), session_(session), limits_(limits), reply_bound_(reply_bound),
+        framer_([this](std::string_view line) { take(line); },
+                [this](const OversizeLine& line) { session_.handle_oversize(line); }) {
+    session_.set_reply_bound(reply_bound_);
+    // Both run before the state they change is visible (a call's response is sent after it
+    // leaves the table): look again once they are done.
+    session_.set_on_call_ended([this] { poke_later(); });
+    transport_.set_on_written([this] { poke_later(); });
+  }
+  ~StdioIntake() {
+    session_.set_on_call_ended(nullptr);
+    transport_.set_on_written(nullptr);
+  }
+  StdioIntake(const StdioIntake&) = delete;
+  StdioIntake& operator=(const StdioIntake&) = delete;
+
+  std::size_t feed(std::string_view bytes) { return framer_.feed(bytes); }
+
+  // End of input: `then` runs once the last line has been taken.
+  void end_of_input(std::function<void()> then) {
+    framer_.finish();
+    if (held_) {
+      after_input_ = std::move(then);
+      return;
+    }
+    then();
+  }
+
+ private:
+  IntakeLoad load() const {
+    return IntakeLoad{transport_.queued_bytes(), session_.reserved_bytes(), session_.calls_in_flight()};
+  }
+  bool room_for(std::size_t calls, std::size_t line_bytes) const {
+    return may_start_calls(load(), calls, call_share_bytes(reply_bound_, line_bytes), limits_);
+  }
+
+  void take(std::string_view line) {
+    // The common case: one request, room for it, one parse, nothing held. A batch is counted.
+    const auto first = line.find_first_not_of(" \t\r");
+    const bool batch = first != std::string_view::npos && line[first] == '[';
+    if (!batch && room_for(1, line.size())) {
+      session_.handle_line(line);
+      return;
+    }
+    auto parsed = jsonrpc::parse(line);
+    const std::size_t calls = parsed ? calls_started(*parsed) : 0;
+    if (room_for(calls, line.size())) {
+      session_.handle_parsed(std::move(parsed), line.size());
+      return;
+    }
+    spdlog::debug("mcp: {} call(s) in flight, {} bytes of replies queued: holding the next message",
+                  session_.calls_in_flight(), transport_.queued_bytes());
+    held_.emplace(Held{std::move(parsed), line.size(), calls});
+    framer_.pause();
+    transport_.pause();
+  }
+
+  void poke_later() {
+    if (!held_ || poke_posted_) return;
+    poke_posted_ = true;
+    asio::post(io_, [this] {
+      poke_posted_ = false;
+      poke();
+    });
+  }
+
+  void poke() {
+    if (!held_ || !room_for(held_->calls, held_->bytes)) return;
+    Held held = std::move(*held_);
+    held_.reset();
+    session_.handle_parsed(std::move(held.parsed), held.bytes);
+    framer_.resume();
+    if (after_input_) {
+      auto then = std::move(after_input_);
+      after_input_ = nullptr;
+      then();
+      return;
+    }
+    transport_.resume();
+  }
+
+  asio::io_context& io_;
+  StdioTransport& transport_;
+  Session& session_;
+  IntakeLimits limits_;
+  std::size_t reply_bound_;
+  LineFramer framer_;
+  struct Held {  // a message that waits for room, parsed once
+    std::optional<nlohmann::json> parsed;
+    std::size_t bytes = 0;  // its line's length
+    std::size_t calls = 0;  // the calls it starts
+  };
+  std::optional<Held> held_;
+  bool poke_posted_ = false;
+  std::function<void()> after_input_;
+};
+
 }  // namespace
 
 std::string server_instructions(const engine::EngineConfig& config) {
@@ -79,9 +188,11 @@ std::string server_instructions(const engine::EngineConfig& config) {
          std::string(config.policy.backend == sandbox::Backend::none ? "unsandboxed: --sandbox-backend none"
                                                                      : "isolated per run") +
          "). Use execute_python to run code; declare third-party packages in a PEP 723 block or "
-         "the dependencies argument. Every call starts from a clean state: keep what you need "
-         "in one script. validate_script checks dependencies without running; check_environment "
-         "shows Python versions, limits and the isolation in effect.";
+         "the dependencies argument. Without a session every call starts from a clean state; "
+         "create_session gives a live interpreter whose state stays between execute_python calls "
+         "(session_id), with every step snapshotted (reset_session, fork_session). input_files and "
+         "output_files move files in and out. validate_script checks dependencies without running; "
+         "check_environment shows Python versions, limits and the isolation in effect.";
 }
 
 int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
@@ -112,8 +223,8 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
     ~DetachOnExit() { sink.attach(nullptr); }
   } detach_on_exit{log_sink};
 
-  LineFramer framer([&session](std::string_view line) { session.handle_line(line); },
-                    [&session](const OversizeLine& line) { session.handle_oversize(line); });
+  StdioIntake intake(io, transport, session, intake_limits(options.engine),
+                     reply_bound_bytes(options.engine));
 
   GracefulStop stop(io, *engine,
                     {[&transport] { transport.stop_reading(); },
@@ -125,19 +236,20 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
 
   // End of input: the requests already read are finished (each within its own timeout), their
   // responses written, then the server stops. A signal meanwhile stops it at once.
-  transport.start([&framer](std::string_view bytes) { framer.feed(bytes); },
+  transport.start([&intake](std::string_view bytes) { return intake.feed(bytes); },
                   [&] {
-                    framer.finish();
                     if (transport.output_failed()) {  // nobody is left to answer
                       begin_shutdown("end of input");
                       return;
                     }
-                    if (session.calls_in_flight() > 0) {
-                      spdlog::info("end of input: finishing {} request(s) already read",
-                                   session.calls_in_flight());
-                    }
-                    session.when_idle([&] {
-                      asio::post(io, [&] { begin_shutdown("end of input"); });
+                    intake.end_of_input([&] {
+                      if (session.calls_in_flight() > 0) {
+                        spdlog::info("end of input: finishing {} request(s) already read",
+                                     session.calls_in_flight());
+                      }
+                      session.when_idle([&] {
+                        asio::post(io, [&] { begin_shutdown("end of input"); });
+                      });
                     });
                   });
   io.run();
@@ -146,6 +258,7 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
   // engine's destructor must not hold the exit past the 2 s budget. Unit tests keep running.
   if (stop.forced() || hooks.handle_signals) {
     engine::kill_running_probes();  // not waited for, but not left running either
+    sandbox::kill_user_networks();  // nor pasta (a zygote's, an installer's), started or starting
     spdlog::default_logger()->flush();
     std::_Exit(0);
   }
@@ -164,6 +277,10 @@ int serve_http(const CliOptions& options, ServerHooks hooks,
   http::EndpointOptions endpoint_options;
   endpoint_options.access = {options.http.loopback, options.http.auth_token};
   endpoint_options.instructions = server_instructions(options.engine);
+  // A protocol session's engine sessions are its own: they end with it.
+  endpoint_options.owner_ended = [&engine](const std::string& owner, const std::string& why) {
+    engine->close_sessions_of(owner, why);
+  };
   http::Endpoint endpoint(io, registry, endpoint_options);
   http::ListenerOptions listener_options;
   listener_options.host = options.http.host;
@@ -206,6 +323,7 @@ int serve_http(const CliOptions& options, ServerHooks hooks,
   io.run();
   if (stop.forced() || hooks.handle_signals) {
     engine::kill_running_probes();
+    sandbox::kill_user_networks();
     spdlog::default_logger()->flush();
     std::_Exit(0);
   }

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mcp/intake.h"
 #include "mcp/jsonrpc.h"
 
 namespace mcp {
@@ -33,14 +34,17 @@ Outlet Session::outlet() {
                 }};
 }
 
-void Session::handle_line(std::string_view line) {
-  auto parsed = rpc::parse(line);
+void Session::handle_line(std::string_view line) { handle_parsed(rpc::parse(line), line.size()); }
+
+void Session::handle_parsed(std::optional<json> parsed, std::size_t line_bytes) {
   if (!parsed) {
     send(rpc::error_response(std::nullopt, rpc::kParseError, "Parse error: the line is not valid JSON"));
     return;
   }
+  CallOptions base;
+  base.reserve_bytes = call_share_bytes(reply_bound_, line_bytes);
   if (parsed->is_array()) {
-    legacy_.handle_batch(*parsed, outlet());
+    legacy_.handle_batch(*parsed, outlet(), base);
     return;
   }
   const auto msg = rpc::classify(*parsed);
@@ -49,7 +53,7 @@ void Session::handle_line(std::string_view line) {
     const json params = it == parsed->end() || it->is_null() ? json::object() : *it;
     if (is_stateless_request(msg.method, params)) {
       try {
-        stateless_.handle(*msg.id, msg.method, params, calls_, msg.id->dump(), CallOptions{}, outlet());
+        stateless_.handle(*msg.id, msg.method, params, calls_, msg.id->dump(), base, outlet());
       } catch (const std::exception& e) {
         spdlog::error("mcp: internal error handling {}: {}", msg.method, e.what());
         send(rpc::error_response(msg.id, rpc::kInternalError, std::string("Internal error: ") + e.what()));
@@ -57,7 +61,7 @@ void Session::handle_line(std::string_view line) {
       return;
     }
   }
-  legacy_.handle(*parsed, outlet());
+  legacy_.handle(*parsed, outlet(), base);
 }
 
 void Session::handle_oversize(const OversizeLine& line) {
@@ -81,6 +85,10 @@ bool Session::initialized() const { return legacy_.initialized(); }
 const std::string& Session::protocol_version() const { return legacy_.protocol_version(); }
 
 std::size_t Session::calls_in_flight() const { return calls_.size(); }
+
+std::size_t Session::reserved_bytes() const { return calls_.reserved_bytes(); }
+
+void Session::set_on_call_ended(std::function<void()> hook) { calls_.set_on_call_ended(std::move(hook)); }
 
 void Session::when_idle(std::function<void()> callback) { calls_.when_empty(std::move(callback)); }
 

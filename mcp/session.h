@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,8 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   void handle_line(std::string_view line);
+  // A line already parsed (nullopt: it was not valid JSON); `line_bytes` is its length.
+  void handle_parsed(std::optional<nlohmann::json> parsed, std::size_t line_bytes);
   void handle_oversize(const OversizeLine& line);
 
   // Called once, right after the initialize response has been handed to the sink.
@@ -46,6 +49,13 @@ class Session {
   bool initialized() const;
   const std::string& protocol_version() const;  // "" before initialize
   std::size_t calls_in_flight() const;
+
+  // Each call a line starts is charged call_share_bytes(reply_bound, the line's length) of the
+  // intake bound (mcp/intake.h) while it is in flight; 0 until set.
+  void set_reply_bound(std::size_t bytes) { reply_bound_ = bytes; }
+  std::size_t reserved_bytes() const;
+  // Runs `hook` each time a call ends, before its response is handed to the sink.
+  void set_on_call_ended(std::function<void()> hook);
 
   // Runs `callback` once no call is in flight: now, or right after the last one is answered.
   // (End of input: the requests already read are finished before the server stops.)
@@ -67,6 +77,7 @@ class Session {
   CallTable calls_;
   LegacySession legacy_;
   StatelessHandler stateless_;
+  std::size_t reply_bound_ = 0;
 };
 
 }  // namespace mcp

@@ -33,6 +33,10 @@ class ToolCall {
   virtual void log(LogLevel level, nlohmann::json data) = 0;
   // Who asked (an HTTP client's address; empty on stdio): runs of different clients take turns.
   virtual const std::string& client() const = 0;
+  // Whose sessions the call may reach, as a key the engine compares (RunRequest::owner): ""
+  // on stdio (one client), the protocol session over HTTP's initialize era, the holders of the
+  // server's token in the stateless era. A session is only found by its creator's calls.
+  virtual const std::string& owner() const = 0;
 };
 
 using ToolHandler = std::function<void(std::shared_ptr<ToolCall>)>;

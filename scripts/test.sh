@@ -4,7 +4,7 @@
 # regressions), the e2e tests with real MCP clients (the TypeScript SDK and inspector on stdio and
 # Streamable HTTP, the official conformance suite for both protocol eras, three replicas behind
 # HAProxy) and the Python MCP SDK client tests, as the invoking user and, when that is root, again
-# as a freshly created unprivileged user; builds the wheel and the .deb and tests their installed
+# as a freshly created unprivileged user, and on the docker backend; builds the wheel and the .deb and tests their installed
 # commands, runs the soak's short form, and the benchmark harness in --quick smoke mode. Ends with
 # one "N passed, N failed" line over the suites.
 set -uo pipefail
@@ -43,6 +43,9 @@ if [ "$(id -u)" -eq 0 ]; then
   cp -r e2e_tests "$stage/e2e_tests"
   # The Python tools' packages (built for Debian's python3), readable by that user.
   cp -r .tools/venv/lib/python3*/site-packages "$stage/pylib"
+  # The pinned uv (a static binary), where the e2e tests look for the checkout's tools.
+  mkdir -p "$stage/.tools/venv/bin"
+  cp .tools/venv/bin/uv "$stage/.tools/venv/bin/"
   chown -R "$user:$user" "$stage"; chmod 755 "$stage"
   # A small filesystem the user owns, for the full --cache-dir fault (only root can mount it).
   # Under the home directory: a run's sandbox replaces /tmp with its own.
@@ -62,6 +65,25 @@ if [ "$(id -u)" -eq 0 ]; then
   rm -rf "$stage"
 fi
 
+# The docker backend (as root): the daemon is started when none answers (and stopped again at
+# the end), the image built offline from Debian's packages, then the e2e suites that matter for
+# it run with --sandbox-backend docker: its own scenarios, execute (output, deadlines), rich
+# results, dependencies and the escape suite.
+docker_started=
+if [ "$(id -u)" -eq 0 ]; then
+  docker_ready() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+  if ! docker_ready && command -v dockerd >/dev/null; then
+    docker_log=$(mktemp /tmp/mpes-dockerd.XXXXXX.log)
+    dockerd >"$docker_log" 2>&1 &
+    docker_started=$!
+    for _ in $(seq 60); do docker_ready && break; sleep 1; done
+  fi
+  suite "docker: the image (scripts/build-image.sh)" scripts/build-image.sh
+  suite "e2e (docker backend)" env MPES_SANDBOX_BACKEND=docker bash -c 'cd e2e_tests && node --test \
+    --test-concurrency=1 --test-reporter=spec docker.test.mjs execute.test.mjs rich.test.mjs \
+    dependencies.test.mjs escape.test.mjs'
+fi
+
 # The packages users install, built from this checkout (the .deb from build/, the wheel in
 # build-wheel/), installed the ways users do and driven through each installed command.
 suite "packages: build the wheel and the .deb" scripts/package.sh -DMPES_WERROR=ON
@@ -72,6 +94,8 @@ suite "soak (3,000 runs)" bench/soak/run.sh --server "$MPES_SERVER"
 if [ -x bench/run.sh ]; then
   suite "bench --quick" bench/run.sh --quick
 fi
+
+if [ -n "$docker_started" ]; then kill "$docker_started"; wait "$docker_started" 2>/dev/null; fi
 
 ((failed)) && echo "failed suites: ${failures[*]}" >&2
 echo "suites: $passed passed, $failed failed"

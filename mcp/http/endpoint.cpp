@@ -42,7 +42,7 @@ struct Endpoint::State : std::enable_shared_from_this<Endpoint::State> {
       : io(context), tools(registry), options(std::move(opts)),
         stateless(registry, options.instructions, options.logger_name),
         sessions(context, registry, SessionOptions{options.instructions, LogLevel::warning, options.logger_name},
-                 options.sessions) {}
+                 options.sessions, options.owner_ended) {}
 
   asio::io_context& io;
   const ToolRegistry& tools;
@@ -157,6 +157,9 @@ void Endpoint::State::post_stateless(const Request& request, const json& message
                 }};
   CallOptions base;
   base.client = request.peer;
+  // No protocol session in this era: its sessions belong to whoever may use this server (its
+  // token), and their 128-bit ids are what a client passes to use one.
+  base.owner = "http-stateless";
   stateless.dispatch(id, msg.method, params, meta, calls, key, base, outlet);
   reply->begin_stream();  // still running: its stream carries progress, then the result
 }

@@ -27,6 +27,7 @@ struct EndpointOptions {
   std::string instructions;
   std::string logger_name = "mcp-python-exec-sandbox";
   SessionLimits sessions;
+  OwnerEndedFn owner_ended;  // an initialize-era session ended: what its owner holds goes
 };
 
 class Endpoint {

@@ -28,6 +28,8 @@ std::string new_session_id() {
   return id;
 }
 
+std::string owner_of_session(const std::string& session_id) { return "http-session:" + session_id; }
+
 namespace {
 
 struct HttpSession {
@@ -53,13 +55,16 @@ void refuse(Response& response, int status, int code, const std::string& message
 }  // namespace
 
 struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
-  State(asio::io_context& context, const ToolRegistry& registry, SessionOptions opts, SessionLimits l)
-      : io(context), tools(registry), options(std::move(opts)), limits(l), sweeper(context) {}
+  State(asio::io_context& context, const ToolRegistry& registry, SessionOptions opts, SessionLimits l,
+        OwnerEndedFn ended)
+      : io(context), tools(registry), options(std::move(opts)), limits(l), owner_ended(std::move(ended)),
+        sweeper(context) {}
 
   asio::io_context& io;
   const ToolRegistry& tools;
   SessionOptions options;
   SessionLimits limits;
+  OwnerEndedFn owner_ended;
   asio::steady_timer sweeper;
   bool accepting = true;
   std::map<std::string, std::shared_ptr<HttpSession>> sessions;
@@ -83,9 +88,12 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
     return it->second;
   }
 
-  CallOptions base(const Request& request) {
+  // `session`: the protocol session the request belongs to; the engine's sessions it creates are
+  // its own, invisible to every other client.
+  CallOptions base(const Request& request, const std::string& session) {
     CallOptions options_for_call;
     options_for_call.client = request.peer;
+    options_for_call.owner = owner_of_session(session);
     return options_for_call;
   }
 
@@ -104,14 +112,16 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
     if (!oldest) return false;
     spdlog::info("http: session limit ({}) reached; ending the least recently used idle session",
                  limits.max_sessions);
-    end(oldest);
+    end(oldest, "its HTTP session was ended to make room for a new one (at most " +
+                    std::to_string(limits.max_sessions) + ")");
     return true;
   }
 
-  void end(const std::shared_ptr<HttpSession>& session) {
+  void end(const std::shared_ptr<HttpSession>& session, const std::string& why) {
     sessions.erase(session->id);
     session->calls.drop_all();
     for (auto& [id, stream] : session->streams) stream->finish();
+    if (owner_ended) owner_ended(owner_of_session(session->id), why);
   }
 
   void sweep() {
@@ -144,7 +154,7 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
     for (const auto& session : expired) {
       spdlog::info("http: session {}... expired after {} s idle", session->id.substr(0, 8),
                    limits.idle.count());
-      end(session);
+      end(session, "its HTTP session expired after " + std::to_string(limits.idle.count()) + " s idle");
     }
     for (auto it = by_connection.begin(); it != by_connection.end();) {
       auto& entries = it->second;
@@ -167,8 +177,8 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
 };
 
 Sessions::Sessions(asio::io_context& io, const ToolRegistry& tools, SessionOptions options,
-                   SessionLimits limits)
-    : state_(std::make_shared<State>(io, tools, std::move(options), limits)) {
+                   SessionLimits limits, OwnerEndedFn owner_ended)
+    : state_(std::make_shared<State>(io, tools, std::move(options), limits, std::move(owner_ended))) {
   state_->schedule_sweep();
 }
 
@@ -202,7 +212,7 @@ void Sessions::initialize(const Request& request, const json& message, Accepts,
                spdlog::debug("http: session {}... opened", session->id.substr(0, 8));
                send_json(*response, 200, *answer, {{"Mcp-Session-Id", session->id}});
              }},
-      state.base(request));
+      state.base(request, session->id));
 }
 
 void Sessions::post(const Request& request, const json& message, Accepts accepts,
@@ -227,7 +237,7 @@ void Sessions::post(const Request& request, const json& message, Accepts accepts
                                             response->send(202, {}, "");
                                           }
                                         }},
-                                 state.base(request));
+                                 state.base(request, session->id));
     return;
   }
   Reply::Options options;
@@ -250,7 +260,7 @@ void Sessions::post(const Request& request, const json& message, Accepts accepts
   session->legacy.handle(message,
                          Outlet{[reply](json n) { reply->notify(n); },
                                 [reply](std::optional<json> answer) { reply->done(std::move(answer)); }},
-                         state.base(request));
+                         state.base(request, session->id));
   reply->begin_stream();  // still running: stream its notifications and then its response
 }
 
@@ -294,7 +304,7 @@ void Sessions::remove(const Request& request, std::shared_ptr<Response> response
   auto session = state.find(request, *response);
   if (!session) return;
   spdlog::debug("http: session {}... ended by the client", session->id.substr(0, 8));
-  state.end(session);
+  state.end(session, "its HTTP session was ended by the client (DELETE)");
   response->send(204, {}, "");
 }
 

@@ -30,6 +30,10 @@ struct SessionLimits {
   std::size_t replay_bytes = std::size_t{16} << 20; // per session, finished streams dropped first
 };
 
+// Told when a protocol session ends (DELETE, idle expiry, or room made for a new one), with the
+// owner its calls carried (CallOptions::owner) and why: what it owns in the engine goes with it.
+using OwnerEndedFn = std::function<void(const std::string& owner, const std::string& why)>;
+
 // Where the endpoint keeps track of what a connection carries, so a closed connection detaches
 // its streams.
 using StreamClosedFn = std::function<void(std::uint64_t connection, std::weak_ptr<ResumableStream>,
@@ -38,7 +42,7 @@ using StreamClosedFn = std::function<void(std::uint64_t connection, std::weak_pt
 class Sessions {
  public:
   Sessions(asio::io_context& io, const ToolRegistry& tools, SessionOptions options,
-           SessionLimits limits);
+           SessionLimits limits, OwnerEndedFn owner_ended = nullptr);
   ~Sessions();
   Sessions(const Sessions&) = delete;
   Sessions& operator=(const Sessions&) = delete;
@@ -68,5 +72,7 @@ class Sessions {
 
 // 32 random bytes (OpenSSL), hex: visible ASCII, unguessable.
 std::string new_session_id();
+// The owner the calls of protocol session `session_id` carry (CallOptions::owner).
+std::string owner_of_session(const std::string& session_id);
 
 }  // namespace mcp::http

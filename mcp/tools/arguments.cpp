@@ -113,6 +113,98 @@ std::optional<std::string> python_version_argument(const json& args) {
   return version;
 }
 
+std::optional<std::string> session_id_argument(const json& args, bool required) {
+  const json* value = find(args, "session_id");
+  if (value == nullptr) {
+    if (required) throw ArgumentError("Missing required argument 'session_id' (the id create_session returned)");
+    return std::nullopt;
+  }
+  if (!value->is_string()) throw wrong_type("session_id", "a string", *value);
+  const auto& id = value->get_ref<const std::string&>();
+  bool ok = id.size() == 32;
+  for (const char c : id) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  if (!ok) {
+    throw ArgumentError("Invalid argument 'session_id': expected the 32 hexadecimal digits create_session "
+                        "returned, got \"" + id.substr(0, 80) + "\"");
+  }
+  return id;
+}
+
+std::optional<std::uint64_t> step_argument(const json& args, std::string_view name) {
+  const auto value = integer_argument(args, name);
+  if (!value) return std::nullopt;
+  if (*value < 0) {
+    throw ArgumentError("Invalid argument '" + std::string(name) + "': a step number is 0 or more, got " +
+                        std::to_string(*value));
+  }
+  return static_cast<std::uint64_t>(*value);
+}
+
+std::vector<NamedContent> input_files_argument(const json& args) {
+  const json* value = find(args, "input_files");
+  if (value == nullptr) return {};
+  if (!value->is_object()) throw wrong_type("input_files", "an object mapping paths to contents", *value);
+  std::vector<NamedContent> out;
+  for (const auto& [path, content] : value->items()) {
+    const std::string where = "Invalid argument 'input_files': '" + path.substr(0, 200) + "'";
+    if (content.is_string()) {
+      out.push_back({path, content.get<std::string>()});
+      continue;
+    }
+    if (!content.is_object() || content.size() != 1 || !(content.contains("text") || content.contains("base64"))) {
+      throw ArgumentError(where + ": expected a string (text), {\"text\": ...} or {\"base64\": ...}, got " +
+                          type_name(content));
+    }
+    const bool is_text = content.contains("text");
+    const json& data = is_text ? content["text"] : content["base64"];
+    if (!data.is_string()) throw ArgumentError(where + ": expected a string, got " + type_name(data));
+    if (is_text) {
+      out.push_back({path, data.get<std::string>()});
+      continue;
+    }
+    auto bytes = base64_decode(data.get_ref<const std::string&>());
+    if (!bytes) throw ArgumentError(where + ": its \"base64\" is not valid base64 (RFC 4648, with padding)");
+    out.push_back({path, std::move(*bytes)});
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  auto value_of = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (std::size_t i = 0; i < text.size(); i += 4) {
+    const bool last = i + 4 == text.size();
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = text[i + static_cast<std::size_t>(k)];
+      if (c == '=' && last && k >= 2) {
+        v[k] = 0;
+        ++pad;
+        continue;
+      }
+      if (pad > 0) return std::nullopt;  // data after padding
+      v[k] = value_of(c);
+      if (v[k] < 0) return std::nullopt;
+    }
+    const std::uint32_t n = (static_cast<std::uint32_t>(v[0]) << 18) | (static_cast<std::uint32_t>(v[1]) << 12) |
+                            (static_cast<std::uint32_t>(v[2]) << 6) | static_cast<std::uint32_t>(v[3]);
+    out.push_back(static_cast<char>((n >> 16) & 0xFF));
+    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
+    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
+  }
+  return out;
+}
+
 json text_content(std::string text) {
   return {{"type", "text"}, {"text", std::move(text)}};
 }

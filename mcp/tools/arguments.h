@@ -29,6 +29,20 @@ std::optional<std::int64_t> integer_argument(const nlohmann::json& args, std::st
 // Optional "X.Y" interpreter version.
 std::optional<std::string> python_version_argument(const nlohmann::json& args);
 
+// Optional session id: the 32 hex digits create_session returned. Absent or null = nullopt.
+std::optional<std::string> session_id_argument(const nlohmann::json& args, bool required);
+// A step number (>= 0). Absent or null = nullopt.
+std::optional<std::uint64_t> step_argument(const nlohmann::json& args, std::string_view name);
+// input_files: {path: text} or {path: {"text": ...}} or {path: {"base64": ...}}; the paths as
+// given (the engine's rules check them, engine/files/work_files.h).
+struct NamedContent {
+  std::string path;
+  std::string content;
+};
+std::vector<NamedContent> input_files_argument(const nlohmann::json& args);
+// Strict base64 (RFC 4648, padding required, no whitespace); nullopt when malformed.
+std::optional<std::string> base64_decode(std::string_view text);
+
 // CallToolResult helpers.
 nlohmann::json text_content(std::string text);
 nlohmann::json error_result(std::string text);

@@ -1,11 +1,13 @@
 #include "mcp/tools/check_environment_tool.h"
 
 #include <cctype>
+#include <memory>
 #include <utility>
 
 #include "mcp/tools/arguments.h"
 #include "mcp/tools/host_facts.h"
 #include "mcp/tools/services.h"
+#include "mcp/tools/session_tools.h"
 #include "sandbox/path_search.h"
 #include "sandbox/policy.h"
 
@@ -123,6 +125,7 @@ json report_json(const engine::EnvironmentReport& r) {
   json report;
   report["backend"] = r.backend;
   report["network"] = r.network ? "on" : "off";
+  report["network_isolation"] = r.network_isolation;
   report["execution_path"] = r.execution_path;
   report["max_concurrent_runs"] = r.max_concurrent_runs;
   report["runs_in_flight"] = r.runs_in_flight;
@@ -152,6 +155,7 @@ json report_json(const engine::EnvironmentReport& r) {
                   {"rss_bytes", z.rss_bytes}, {"runs_in_flight", z.runs_in_flight}};
     if (!z.failure.empty()) entry["failure"] = z.failure;
     if (!z.warnings.empty()) entry["warnings"] = z.warnings;
+    if (!z.network.empty()) entry["network"] = z.network;
     zygotes.push_back(entry);
   }
   report["zygotes"] = zygotes;
@@ -196,8 +200,11 @@ EnvironmentFacts gather_environment_facts(const engine::EngineConfig& config,
     facts.python_version = (config.python_version ? *config.python_version + " " : std::string()) +
                            "(not available: " + why + ")";
   }
+  // As the Python server says it (`uv --version`), of the uv installs really use.
   const std::string uv = sandbox::find_executable(config.uv_path).value_or("");
-  facts.uv = uv.empty() ? "not found" : uv;
+  facts.uv = !engine_report.environments.uv_version.empty() ? engine_report.environments.uv_version
+             : uv.empty()                                   ? "not found"
+                                                            : uv;
   facts.platform = platform_system() + " " + platform_machine();
   facts.sandbox_backend = std::string(sandbox::to_string(config.policy.backend));
   facts.default_timeout_seconds = config.default_timeout_seconds;
@@ -257,7 +264,7 @@ json environment_output_schema() {
       {"properties",
        {
            {"python_version", string},
-           {"uv", {{"type", "string"}, {"description", "Path of uv, or \"not found\""}}},
+           {"uv", {{"type", "string"}, {"description", "`uv --version` of the uv installs use (its path when it does not answer), or \"not found\""}}},
            {"platform", string},
            {"sandbox_backend", {{"type", "string"}, {"enum", {"native", "docker", "none"}}}},
            {"sandbox_status", {{"type", "string"}, {"description", "Isolation really in effect"}}},
@@ -274,6 +281,7 @@ json environment_output_schema() {
                  {"source", string}, {"shared", {{"type", "boolean"}}}}},
                {"required", {"version", "executable"}}}}}},
            {"engine", {{"type", "object"}, {"description", "What the engine probed on this host"}}},
+           {"sessions", {{"type", "object"}, {"description", "Your sessions and the session limits"}}},
        }},
       {"required",
        {"python_version", "uv", "platform", "sandbox_backend", "sandbox_status",
@@ -296,10 +304,17 @@ ToolDefinition make_check_environment_tool(const Services& services) {
       if (call->cancelled()) return;
       services.engine.environment_report([call, services, selected, why](engine::EnvironmentReport report) {
         if (call->cancelled()) return;
-        const auto facts = gather_environment_facts(services.config, selected, why, report);
-        call->finish({{"content", json::array({text_content(environment_text(facts))})},
-                      {"structuredContent", environment_structured(facts)},
-                      {"isError", false}});
+        auto facts = std::make_shared<EnvironmentFacts>(gather_environment_facts(services.config, selected, why, report));
+        // The caller's sessions too (never another client's).
+        services.engine.list_sessions(call->owner(), [call, facts](engine::SessionList sessions) {
+          if (call->cancelled()) return;
+          json structured = environment_structured(*facts);
+          structured["sessions"] = session_list_json(sessions);
+          call->finish({{"content", json::array({text_content(environment_text(*facts) + "\nSessions: " +
+                                                              session_list_text(sessions))})},
+                        {"structuredContent", std::move(structured)},
+                        {"isError", false}});
+        });
       });
     });
   };

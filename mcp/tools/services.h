@@ -16,8 +16,10 @@ struct Services {
 ToolDefinition make_execute_python_tool(const Services& services);
 ToolDefinition make_validate_script_tool(const Services& services);
 ToolDefinition make_check_environment_tool(const Services& services);
+// create_session, fork_session, reset_session, close_session, list_sessions (session_tools.cpp).
+void register_session_tools(ToolRegistry& registry, const Services& services);
 
-// All three, in the order tools/list shows them.
+// All of them, in the order tools/list shows them.
 void register_tools(ToolRegistry& registry, const Services& services);
 
 }  // namespace mcp::tools

@@ -48,6 +48,21 @@ TEST_CASE("defaults match the Python server") {
   CHECK(result.options->log_level == "info");
 }
 
+TEST_CASE("the docker backend's flags reach the engine configuration") {
+  const auto defaults = parse({"--sandbox-backend", "docker"});
+  REQUIRE(defaults.options.has_value());
+  CHECK(defaults.options->engine.policy.backend == sandbox::Backend::docker);
+  CHECK(defaults.options->engine.docker_path == "docker");
+  CHECK(defaults.options->engine.docker_image.empty());  // the engine's default image
+  const auto given = parse({"--sandbox-backend", "docker", "--docker-image", "registry.example/py:3.12",
+                            "--docker-path", "/usr/bin/podman"});
+  REQUIRE(given.options.has_value());
+  CHECK(given.options->engine.docker_image == "registry.example/py:3.12");
+  CHECK(given.options->engine.docker_path == "/usr/bin/podman");
+  CHECK_FALSE(parse({"--docker-image", "--rm"}).options.has_value());
+  CHECK_FALSE(parse({"--docker-path", ""}).options.has_value());
+}
+
 TEST_CASE("every flag reaches the engine configuration") {
   const auto result = parse({"--python-version", "3.12", "--sandbox-backend", "none",
                              "--max-timeout", "600", "--default-timeout=45",
@@ -87,6 +102,22 @@ TEST_CASE("every flag reaches the engine configuration") {
   CHECK(c.index.extra_index_urls == std::vector<std::string>{"https://a.example", "https://b.example"});
   CHECK(c.index.find_links == std::vector<std::string>{"/wheels"});
   CHECK(c.index.offline);
+}
+
+TEST_CASE("a flag given twice keeps the last value, as the Python server's argparse does") {
+  const auto result = parse({"--python-version", "3.11", "--python-version", "3.12", "--max-timeout", "100",
+                             "--max-timeout", "200", "--uv-path", "/a/uv", "--uv-path", "/b/uv",
+                             "--no-warm-cache", "--no-warm-cache", "--find-links", "/w1", "--find-links", "/w2",
+                             "--extra-index-url", "https://a.example", "--extra-index-url", "https://b.example"});
+  REQUIRE(result.options.has_value());
+  const auto& c = result.options->engine;
+  CHECK(c.python_version == std::optional<std::string>("3.12"));
+  CHECK(c.max_timeout_seconds == 200);
+  CHECK(c.uv_path == "/b/uv");
+  CHECK_FALSE(c.warm_cache);
+  // The repeatable ones still accumulate.
+  CHECK(c.index.find_links == std::vector<std::string>{"/w1", "/w2"});
+  CHECK(c.index.extra_index_urls == std::vector<std::string>{"https://a.example", "https://b.example"});
 }
 
 TEST_CASE("invalid values exit 2 with one line naming the flag") {
@@ -258,4 +289,25 @@ TEST_CASE("http: bad values exit 2 naming the flag") {
   const auto spaced = write_token_file("spaced", "0123456789 abcdef0123\n");
   expect_usage_error({"--transport", "http", "--auth-token-file", spaced}, "--auth-token-file");
   for (const auto& path : {empty, short_token, spaced}) std::remove(path.c_str());
+}
+
+TEST_CASE("session and file flags: defaults, values, and errors naming the flag") {
+  const auto defaults = parse({});
+  REQUIRE(defaults.options.has_value());
+  CHECK(defaults.options->engine.max_sessions == 8);
+  CHECK(defaults.options->engine.session_idle_seconds == 900);
+  CHECK(defaults.options->engine.session_snapshots == 8);
+  CHECK(defaults.options->engine.max_output_file_bytes == 10u << 20);
+  const auto set = parse({"--max-sessions", "0", "--session-idle-seconds", "5", "--session-snapshots", "2",
+                          "--max-output-file-bytes", "1000"});
+  REQUIRE(set.options.has_value());
+  CHECK(set.options->engine.max_sessions == 0);
+  CHECK(set.options->engine.session_idle_seconds == 5);
+  CHECK(set.options->engine.session_snapshots == 2);
+  CHECK(set.options->engine.max_output_file_bytes == 1000);
+  expect_usage_error({"--max-sessions", "-1"}, "--max-sessions");
+  expect_usage_error({"--max-sessions", "many"}, "--max-sessions");
+  expect_usage_error({"--session-idle-seconds", "0"}, "--session-idle-seconds");
+  expect_usage_error({"--session-snapshots", "0"}, "--session-snapshots");
+  expect_usage_error({"--max-output-file-bytes", "-1"}, "--max-output-file-bytes");
 }

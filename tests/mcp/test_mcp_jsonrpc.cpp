@@ -1,6 +1,9 @@
 // JSON-RPC message helpers.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <limits>
+#include <random>
 #include <string>
 
 #include "mcp/jsonrpc.h"
@@ -35,6 +38,48 @@ TEST_CASE("serialize writes one line even for text with newlines and bad UTF-8")
   const auto line = rpc::serialize(json{{"text", std::string("a\nb\xff")}});
   CHECK(line.find('\n') == std::string::npos);
   CHECK(json::parse(line)["text"].get<std::string>().substr(0, 3) == "a\nb");
+}
+
+namespace {
+
+std::string nlohmann_text(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+TEST_CASE("serialize writes exactly what nlohmann's dump writes") {
+  // Every byte value alone and in context, including the escapes, 0x7f, and each way UTF-8 can
+  // be malformed (stray continuation, truncated, overlong, surrogate, above U+10FFFF).
+  for (int b = 0; b < 256; ++b) {
+    const std::string s = "a" + std::string(1, static_cast<char>(b)) + "z";
+    CHECK(rpc::serialize(json{{"s", s}}) == nlohmann_text(json{{"s", s}}));
+  }
+  const char* samples[] = {"", "plain", "quote\" backslash\\ tab\t nl\n cr\r bs\b ff\f",
+                           "\x01\x1f\x7f", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                           "\x80", "\xc3", "\xe2\x82", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
+                           "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "ok then \xff bad"};
+  for (const char* sample : samples) {
+    const std::string s(sample);
+    const json value = {{"text", s}, {s, {1, -2, 3.25, 1e300, nullptr, true, false, json::object()}},
+                        {"n", std::numeric_limits<std::uint64_t>::max()}, {"list", json::array({s, s})}};
+    CAPTURE(s);
+    CHECK(rpc::serialize(value) == nlohmann_text(value));
+  }
+  CHECK(rpc::serialize(json(std::string("a\0b", 3))) == nlohmann_text(json(std::string("a\0b", 3))));
+  CHECK(rpc::serialize(json::binary({1, 2, 3})) == nlohmann_text(json::binary({1, 2, 3})));
+
+  // Random strings of bytes biased towards the interesting ones.
+  std::mt19937 random(12345);
+  const unsigned char pool[] = {'a', '"', '\\', '\n', 0x01, 0x7f, 0x80, 0xbf, 0xc2, 0xc3, 0xe0,
+                                0xe2, 0xed, 0xf0, 0xf4, 0xf5, 0xff, 0x82, 0xac, 0x9f, 0x90};
+  for (int round = 0; round < 20000; ++round) {
+    std::string s;
+    const int length = static_cast<int>(random() % 12);
+    for (int k = 0; k < length; ++k) s.push_back(static_cast<char>(pool[random() % sizeof pool]));
+    CAPTURE(s);
+    REQUIRE(rpc::serialize(json::array({s})) == nlohmann_text(json::array({s})));
+  }
 }
 
 TEST_CASE("classify tells requests, notifications, responses and invalid messages apart") {

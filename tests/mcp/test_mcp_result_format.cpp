@@ -137,3 +137,20 @@ TEST_CASE("content: the text (notes inside it), then images; isError only for a 
   CHECK(text.rfind("sandbox unavailable: install bubblewrap\n", 0) == 0);
   CHECK(result["structuredContent"]["service_error"] == "sandbox unavailable: install bubblewrap");
 }
+
+TEST_CASE("an output file is text unless escaping would make it larger than base64") {
+  auto r = hello();
+  r.files.push_back({"notes.txt", "text/plain", "line one\nline \"two\"\n"});
+  r.files.push_back({"controls.txt", "text/plain", std::string(300, '\x01')});  // 6 bytes each as JSON
+  r.files.push_back({"data.bin", "application/octet-stream", "abc"});
+  const auto result = mcp::run_call_tool_result(r);
+  REQUIRE(result["content"].size() == 4);
+  CHECK(result["content"][1]["resource"]["text"] == "line one\nline \"two\"\n");
+  CHECK_FALSE(result["content"][2]["resource"].contains("text"));
+  std::string blob;
+  for (int i = 0; i < 100; ++i) blob += "AQEB";  // base64 of three 0x01 bytes
+  CHECK(result["content"][2]["resource"]["blob"] == blob);
+  CHECK(result["content"][3]["resource"]["blob"] == "YWJj");
+  CHECK(result["structuredContent"]["files"][0]["encoding"] == "text");
+  CHECK(result["structuredContent"]["files"][1]["encoding"] == "base64");
+}

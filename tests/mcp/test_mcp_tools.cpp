@@ -1,4 +1,4 @@
-// The three tools through a real session, with a fake engine and a fixed interpreter list.
+// The tools through a real session, with a fake engine and a fixed interpreter list.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -11,6 +11,7 @@
 #include "engine/interpreters/catalog.h"
 #include "mcp/call_table.h"
 #include "mcp/session.h"
+#include "mcp/tools/arguments.h"
 #include "mcp/tools/services.h"
 #include "mcp/tools/validate_script_tool.h"
 
@@ -54,6 +55,7 @@ class FakeEngine final : public engine::Engine {
                  std::nullopt) {
     report.sandbox_status = "ready (test)";
     report.network = true;
+    report.network_isolation = "host network: (test)";
     report.limits.memory_bytes = 1024;
     report.probe = sandbox::ProbeResult{};
     report.probe->userns_works = true;
@@ -147,11 +149,11 @@ std::string text_of(const json& response) { return response["result"]["content"]
 
 }  // namespace
 
-TEST_CASE("tools/list: three tools with schemas, annotations and descriptions") {
+TEST_CASE("tools/list: the tools with schemas, annotations and descriptions") {
   ToolHarness h;
   h.session->handle_line(R"({"jsonrpc":"2.0","id":5,"method":"tools/list"})");
   const auto tools = h.out.at(0)["result"]["tools"];
-  REQUIRE(tools.size() == 3);
+  REQUIRE(tools.size() == 8);
   std::vector<std::string> names;
   for (const auto& tool : tools) {
     names.push_back(tool["name"]);
@@ -161,7 +163,8 @@ TEST_CASE("tools/list: three tools with schemas, annotations and descriptions") 
     CHECK(tool["annotations"].is_object());
     CHECK(tool["description"].get<std::string>().find("xample") != std::string::npos);
   }
-  CHECK(names == std::vector<std::string>{"execute_python", "validate_script", "check_environment"});
+  CHECK(names == std::vector<std::string>{"execute_python", "validate_script", "check_environment", "create_session",
+                                          "fork_session", "reset_session", "close_session", "list_sessions"});
   CHECK(tools[1]["annotations"]["readOnlyHint"] == true);
   CHECK(tools[2]["annotations"]["idempotentHint"] == true);
   CHECK(tools[0]["annotations"]["readOnlyHint"] == false);
@@ -261,6 +264,7 @@ TEST_CASE("check_environment: the nine lines in order, then the engine's report"
   CHECK(lines[7] == "Max output: 102400 bytes");
   CHECK(lines[8] == "Cache warming: disabled");
   CHECK(text.find("Network: on") != std::string::npos);
+  CHECK(text.find("\nNetwork isolation: host network: (test)\n") != std::string::npos);
   CHECK(text.find("  Memory bytes: 1024") != std::string::npos);
   CHECK(text.find("  Userns works: yes") != std::string::npos);
   CHECK(text.find("Problem") == std::string::npos);  // empty values are left out
@@ -270,6 +274,7 @@ TEST_CASE("check_environment: the nine lines in order, then the engine's report"
   CHECK(s["cache_warming"] == false);
   CHECK(s["interpreters"].size() == 2);
   CHECK(s["engine"]["network"] == "on");
+  CHECK(s["engine"]["network_isolation"] == "host network: (test)");
 }
 
 TEST_CASE("execute_python: clamps the timeout, forwards progress, formats the result") {
@@ -362,4 +367,30 @@ TEST_CASE("validation text for warnings and several errors") {
   bad.valid = false;
   bad.errors = {"line 2, column 3: bad TOML", "second"};
   CHECK(mcp::tools::validation_text(bad, in) == "INVALID: line 2, column 3: bad TOML; second");
+}
+
+TEST_CASE("input_files: text, {text}, {base64}; strict base64; bad shapes name the argument") {
+  using mcp::tools::base64_decode;
+  using mcp::tools::input_files_argument;
+  CHECK(base64_decode("") == std::string());
+  CHECK(base64_decode("aGk=") == std::string("hi"));
+  CHECK(base64_decode("AP8=") == std::string("\x00\xff", 2));
+  for (const char* bad : {"aGk", "a=Gk", "aG k=", "!!!!", "aGk==="}) {
+    INFO(bad);
+    CHECK_FALSE(base64_decode(bad));
+  }
+  const auto files = input_files_argument(
+      json{{"input_files", {{"a.txt", "plain"}, {"b.txt", {{"text", "t"}}}, {"c.bin", {{"base64", "AP8="}}}}}});
+  REQUIRE(files.size() == 3);
+  CHECK(files[0].path == "a.txt");
+  CHECK(files[0].content == "plain");
+  CHECK(files[1].content == "t");
+  CHECK(files[2].content == std::string("\x00\xff", 2));
+  CHECK(input_files_argument(json::object()).empty());
+  for (const json& bad : {json{{"input_files", "x"}}, json{{"input_files", {{"a", 1}}}},
+                          json{{"input_files", {{"a", {{"base64", "!!"}}}}}},
+                          json{{"input_files", {{"a", {{"text", "x"}, {"base64", "eA=="}}}}}}}) {
+    INFO(bad.dump());
+    CHECK_THROWS_WITH(input_files_argument(bad), Catch::Contains("input_files"));
+  }
 }

@@ -71,6 +71,8 @@ struct Fixture {
   mcp::ToolRegistry tools;
   std::vector<std::shared_ptr<mcp::ToolCall>> calls;
   int cancelled = 0;
+  std::vector<std::string> owners;                         // what calls of "whoami" carried
+  std::vector<std::pair<std::string, std::string>> ended;  // owner_ended: owner, why
   std::unique_ptr<http::Endpoint> endpoint;
 
   explicit Fixture(http::AccessPolicy access = {}, http::SessionLimits limits = {}) {
@@ -89,7 +91,16 @@ struct Fixture {
       calls.push_back(call);
     };
     tools.add(slow);
+    mcp::ToolDefinition whoami;
+    whoami.name = "whoami";
+    whoami.input_schema = {{"type", "object"}};
+    whoami.handler = [this](std::shared_ptr<mcp::ToolCall> call) {
+      owners.push_back(call->owner());
+      call->finish({{"content", json::array({{{"type", "text"}, {"text", call->owner()}}})}});
+    };
+    tools.add(whoami);
     http::EndpointOptions options;
+    options.owner_ended = [this](const std::string& owner, const std::string& why) { ended.emplace_back(owner, why); };
     options.access = access;
     options.instructions = "test";
     options.sessions = limits;
@@ -314,7 +325,7 @@ TEST_CASE("http endpoint: initialize-era sessions") {
   CHECK(r->status == 202);
   r = f.legacy(session, {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}});
   CHECK(r->status == 200);
-  CHECK(r->json_body()["result"]["tools"].size() == 2);
+  CHECK(r->json_body()["result"]["tools"].size() == 3);
   CHECK_FALSE(r->json_body()["result"].contains("resultType"));
   r = f.legacy("0000", {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}});
   CHECK(r->status == 404);
@@ -402,6 +413,40 @@ TEST_CASE("http endpoint: the number of sessions is bounded; the least recently 
   const auto refused = f.try_initialize();
   CHECK(refused->status == 503);
   CHECK(refused->header("Mcp-Session-Id").empty());
+}
+
+TEST_CASE("http endpoint: what a session's calls own is released when the session ends, and only then") {
+  http::SessionLimits limits;
+  limits.max_sessions = 2;
+  Fixture f({}, limits);
+  const auto whoami = [&f](const std::string& session, int id) {
+    f.legacy(session, {{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", {{"name", "whoami"}}}});
+    REQUIRE_FALSE(f.owners.empty());
+    return f.owners.back();
+  };
+  const auto first = f.initialize();
+  const auto second = f.initialize();
+  const auto first_owner = whoami(first, 1);
+  const auto second_owner = whoami(second, 2);
+  CHECK(first_owner != second_owner);
+  CHECK(whoami(first, 3) == first_owner);
+  CHECK(f.ended.empty());
+
+  // DELETE: the owner its calls carried is released, once.
+  CHECK(f.request("DELETE", {{"mcp-session-id", first}})->status == 204);
+  REQUIRE(f.ended.size() == 1);
+  CHECK(f.ended[0].first == first_owner);
+  CHECK_THAT(f.ended[0].second, Catch::Contains("DELETE"));
+  CHECK(f.request("DELETE", {{"mcp-session-id", first}})->status == 404);
+  CHECK(f.ended.size() == 1);
+
+  // Made room for a new one: the least recently used idle session's owner is released too.
+  f.initialize();
+  CHECK(f.ended.size() == 1);
+  f.initialize();
+  REQUIRE(f.ended.size() == 2);
+  CHECK(f.ended[1].first == second_owner);
+  CHECK_THAT(f.ended[1].second, Catch::Contains("make room"));
 }
 
 TEST_CASE("http endpoint: batches in a 2025-03-26 session, one JSON array back") {
