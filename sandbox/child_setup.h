@@ -1,7 +1,7 @@
 // The one place that applies the per-run sandbox layers, in this order:
 //   user namespace maps -> loopback -> mounts       (prepare_run_namespace, in the run's init)
 //   identity (session, caps, no_new_privs)          (prepare_run_process, in the script's
-//                                                    process, before its run arrives)
+//     -> landlock scoping (a domain of its own)      process, before its run arrives)
 //   cgroup join -> rlimits -> seccomp, last         (lock_down, in the script's process, once
 //                                                    its run has arrived)
 // A run is two processes: an init (pid 1 of the run's pid namespace, which only reaps and reports)
@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct ChildSpec {
   RlimitFallbacks rlimit_fallbacks;
   unsigned timeout_seconds = 30;
   const SeccompProgram* seccomp = nullptr;  // compiled once in the zygote
+  std::uint64_t landlock_scoped = 0;        // sandbox/landlock.h: the zygote's plan_run_scoping
   std::vector<int> cgroup_join_fds;         // cgroup.procs fds of the run's cgroups
 };
 

@@ -4,9 +4,10 @@
 //
 // Per run (native backend):
 //   zygote --clone(new user/pid/mount/ipc/uts/cgroup[/net] namespaces)--> init (pid 1)
-//     init: cgroup join, id maps, mounts; fork --> script process: rlimits, identity, seccomp,
-//           runner stub (the script); init then only reaps and reports the script's status
-//           through a per-run status pipe, so a script dying of a signal is reported as such.
+//     init: cgroup join, id maps, mounts; fork --> script process: identity, landlock scoping,
+//           rlimits, seccomp, runner stub (the script); init then only reaps and reports the
+//           script's status through a per-run status pipe, so a script dying of a signal is
+//           reported as such.
 // With the none backend: zygote --fork--> init (a subreaper, in a fresh temporary work dir)
 //   --fork--> script process; when the script ends the init kills what the run left running.
 //
@@ -45,6 +46,7 @@
 #include "engine/zygote/session_holder.h"
 #include "python_stubs/mpes_python_stubs.h"
 #include "sandbox/child_setup.h"
+#include "sandbox/landlock.h"
 #include "sandbox/mounts.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/seccomp_filter.h"
@@ -357,6 +359,15 @@ int Zygote::start() {
   base_spec_.limits = options_.limits;
   base_spec_.rlimit_fallbacks = options_.fallbacks;
   base_spec_.seccomp = seccomp_ ? &*seccomp_ : nullptr;
+  // Probed here, where the runs are made (in a container, under its seccomp profile): the
+  // server's check_environment reports its own probe, a zygote that differs says so.
+  const sandbox::RunScoping scoping = sandbox::plan_run_scoping(options_.isolate, sandbox::probe_landlock());
+  base_spec_.landlock_scoped = scoping.scoped;
+  if (options_.isolate && !scoping.applied()) {
+    const std::string line = "run scoping (Landlock) " + scoping.description;
+    log(line);
+    warnings += (warnings.empty() ? "" : "\n") + line;
+  }
   spares_wanted_ = options_.spares;
 
   z::ReadyMessage ready;

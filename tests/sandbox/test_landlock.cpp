@@ -1,0 +1,149 @@
+// The run-scoping layer: the decision from the probed Landlock ABI, and the domain it makes (an
+// abstract unix socket bound outside is out of reach, the domain's own sockets are not).
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <string>
+
+#include "sandbox/landlock.h"
+#include "sandbox/setup_error.h"
+#include "sandbox/unique_fd.h"
+#include "tests/support/sandbox_fork.h"
+
+using sandbox::LandlockProbe;
+using sandbox::plan_run_scoping;
+using sandbox::UniqueFd;
+using test_support::ChildResult;
+using test_support::run_in_child;
+
+namespace {
+
+constexpr std::uint64_t kBoth = sandbox::kScopeAbstractUnixSocket | sandbox::kScopeSignal;
+
+LandlockProbe abi(int version) { return LandlockProbe{version, 0}; }
+LandlockProbe failed(int err) { return LandlockProbe{0, err}; }
+
+// An abstract address "\0name".
+sockaddr_un abstract_address(const std::string& name, socklen_t& len) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  name.copy(addr.sun_path + 1, name.size());
+  len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return addr;
+}
+
+UniqueFd listen_abstract(const std::string& name) {
+  socklen_t len = 0;
+  const sockaddr_un addr = abstract_address(name, len);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd || ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0 || ::listen(fd.get(), 4) != 0) {
+    return UniqueFd();
+  }
+  return fd;
+}
+
+// 0 when connected, else the errno.
+int connect_abstract(const std::string& name) {
+  socklen_t len = 0;
+  const sockaddr_un addr = abstract_address(name, len);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return errno;
+  return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+TEST_CASE("run scoping: ABI 6 and later scope abstract unix sockets and signals", "[landlock]") {
+  for (int version : {6, 7, 9}) {
+    const auto plan = plan_run_scoping(true, abi(version));
+    CHECK(plan.applied());
+    CHECK(plan.scoped == kBoth);
+    CHECK(plan.description == "landlock ABI " + std::to_string(version) + " (abstract unix sockets, signals)");
+  }
+}
+
+TEST_CASE("run scoping: nothing is applied, and it says why, without scoping", "[landlock]") {
+  struct Case {
+    LandlockProbe probe;
+    const char* why;
+  };
+  const Case cases[] = {
+      {abi(5), "unavailable: landlock ABI 5 has no scoping"},
+      {abi(1), "unavailable: landlock ABI 1 has no scoping"},
+      {failed(ENOSYS), "unavailable: this kernel has no Landlock (ENOSYS"},
+      {failed(EOPNOTSUPP), "unavailable: Landlock is built in but not enabled (EOPNOTSUPP; add landlock to the lsm="},
+      {failed(EPERM), "unavailable: the landlock syscalls are denied (EPERM)"},
+      {failed(EINVAL), "unavailable: landlock_create_ruleset failed: Invalid argument"},
+  };
+  for (const auto& c : cases) {
+    const auto plan = plan_run_scoping(true, c.probe);
+    INFO(plan.description);
+    CHECK_FALSE(plan.applied());
+    CHECK(plan.scoped == 0);
+    CHECK(plan.description.rfind(c.why, 0) == 0);
+    CHECK_THAT(plan.description, Catch::Contains("runs are not scoped"));
+  }
+}
+
+TEST_CASE("run scoping: the none backend applies nothing, whatever the kernel has", "[landlock]") {
+  for (const auto& probe : {abi(7), failed(ENOSYS)}) {
+    const auto plan = plan_run_scoping(false, probe);
+    CHECK_FALSE(plan.applied());
+    CHECK(plan.description.rfind("none (--sandbox-backend none", 0) == 0);
+  }
+}
+
+TEST_CASE("run scoping: the domain cannot reach outside abstract sockets or signal out, its own children can",
+          "[landlock]") {
+  const auto plan = plan_run_scoping(true, sandbox::probe_landlock());
+  if (!plan.applied()) {
+    WARN("run scoping " << plan.description);
+    return;
+  }
+  const std::string outside = "mpes-test-landlock-outside-" + std::to_string(::getpid());
+  UniqueFd listener = listen_abstract(outside);
+  REQUIRE(listener);
+
+  ChildResult r = run_in_child([&] {
+    // Controls, before the domain: the outside socket and the parent are reachable.
+    if (connect_abstract(outside) != 0) return 10;
+    if (::kill(::getppid(), 0) != 0) return 11;
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) return 12;
+    sandbox::apply_run_scoping(plan.scoped);
+    const int err = connect_abstract(outside);
+    test_support::report("connect after: " + std::to_string(err) + "\n");
+    if (err != EPERM) return 20;
+    if (::kill(::getppid(), 0) == 0 || errno != EPERM) return 21;
+    // The domain's own socket, from a child (which inherits the domain).
+    const std::string own = outside + "-own";
+    UniqueFd mine = listen_abstract(own);
+    if (!mine) return 30;
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(connect_abstract(own) == 0 && ::kill(::getppid(), 0) == 0 ? 0 : 1);
+    int status = 0;
+    if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 31;
+    return 0;
+  });
+  INFO(r.describe());
+  CHECK(r.exited(0));
+}
+
+TEST_CASE("run scoping: nothing to apply leaves the process unscoped", "[landlock]") {
+  const std::string outside = "mpes-test-landlock-none-" + std::to_string(::getpid());
+  UniqueFd listener = listen_abstract(outside);
+  REQUIRE(listener);
+  ChildResult r = run_in_child([&] {
+    sandbox::apply_run_scoping(0);
+    return connect_abstract(outside);
+  });
+  INFO(r.describe());
+  CHECK(r.exited(0));
+}
