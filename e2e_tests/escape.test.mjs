@@ -847,6 +847,17 @@ report(loopback=attempt(host_loopback), abstract=attempt(host_abstract), tcp_tab
     return line;
   }
 
+  // "Run scoping: landlock ABI N (abstract unix sockets, signals)" or "Run scoping: unavailable: why"
+  // (sandbox/landlock.h): whether each run is a Landlock domain of its own.
+  async function scoping() {
+    const result = await conn.client.callTool({ name: 'check_environment', arguments: {} });
+    const line = textOf(result).split('\n').find((l) => l.startsWith('Run scoping: '));
+    assert.ok(line, textOf(result));
+    assert.equal(result.structuredContent?.engine?.run_scoping, line.slice('Run scoping: '.length));
+    assert.match(line, /^Run scoping: (landlock ABI \d+ \(abstract unix sockets, signals\)|unavailable: .+)$/);
+    return { available: line.startsWith('Run scoping: landlock'), line };
+  }
+
   test('controls: outside, the probe reaches the host listener, abstract socket and socket table', async () => {
     const p = await outside(probe());
     assert.equal(p.loopback.value, 'hello from the host\n');
@@ -879,6 +890,15 @@ report(loopback=attempt(host_loopback), abstract=attempt(host_abstract), tcp_tab
       const { probe: p, text } = await inside(conn.client, probe(), { timeout: 40 });
       assert.equal(p.loopback.value, 'hello from the host\n', text);
       assert.equal(p.tcp_table, true, text);
+      // The host's network namespace, but not its abstract sockets: the run is a Landlock domain
+      // of its own (where the kernel scopes; else the report says so, and they are reachable).
+      const { available, line: scoped } = await scoping();
+      if (available) {
+        assert.equal(p.abstract.ok, false, `reached a host abstract socket (${scoped}): ${text}`);
+        assert.equal(p.abstract.errno, 1, `not refused by Landlock (EPERM): ${text}`);
+      } else {
+        assert.equal(p.abstract.value, 'host abstract\n', `${scoped}: ${text}`);
+      }
     });
 
   test('a pasta that fails to start leaves its zygote on the host network, and says so',
@@ -889,6 +909,8 @@ report(loopback=attempt(host_loopback), abstract=attempt(host_abstract), tcp_tab
       try {
         const { probe: p, text } = await inside(failing.client, probe(), { timeout: 40 });
         assert.equal(p.loopback.value, 'hello from the host\n', `the zygote is on the host network: ${text}`);
+        // The host's network namespace, but not its abstract sockets where each run is scoped.
+        if ((await scoping()).available) assert.equal(p.abstract.ok, false, `reached a host abstract socket: ${text}`);
         const env = await failing.client.callTool({ name: 'check_environment', arguments: {} });
         const zygotes = env.structuredContent?.engine?.zygotes ?? [];
         assert.ok(zygotes.length > 0 && zygotes.every((z) => /^host network: .*simulated pasta failure/s.test(z.network ?? '')),
@@ -900,15 +922,83 @@ report(loopback=attempt(host_loopback), abstract=attempt(host_abstract), tcp_tab
       }
     });
 
-  test('two concurrent runs cannot reach each other over loopback or abstract sockets', {
+  test('two concurrent runs cannot reach each other over abstract sockets', async (t) => {
+    const { available, line } = await scoping();
+    if (!available) {
+      t.skip(`each run is not a Landlock domain here (${line})`);
+      return;
+    }
+    const name = `mpes-escape-peer-${rand()}`;
+    // The peer binds and waits; the prober waits until the peer's socket is in its own
+    // /proc/net/unix (so both share a network namespace and the peer is listening: the control),
+    // tries to connect, then binds "<name>-done", which the peer sees the same way and stops.
+    const listed = `
+def listed(n):
+    with open('/proc/net/unix') as f:
+        return any(l.split()[-1] == '@' + n for l in f.read().splitlines()[1:] if len(l.split()) > 7)
+`;
+    const peer = `
+import socket, time
+${listed}
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); u.bind(b'\\0${name}'); u.listen(4); u.settimeout(0.1)
+accepted = False
+end = time.time() + 20
+while time.time() < end and not listed('${name}-done'):
+    try:
+        u.accept()[0].close(); accepted = True
+    except OSError:
+        pass
+report(accepted=accepted, done=listed('${name}-done'))
+`;
+    const prober = `
+import socket, time
+${listed}
+end = time.time() + 20
+while time.time() < end and not listed('${name}'):
+    time.sleep(0.05)
+seen = listed('${name}')
+def peer_abstract():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(3); s.connect(b'\\0${name}'); s.close()
+    return True
+abstract = attempt(peer_abstract)
+d = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); d.bind(b'\\0${name}-done'); d.listen(1)
+time.sleep(0.5)
+report(seen=seen, abstract=abstract)
+`;
+    const [a, b] = await Promise.all([inside(conn.client, peer, { timeout: 40 }), inside(conn.client, prober, { timeout: 40 })]);
+    assert.equal(b.probe.seen, true, `control: the peer's socket is not in the prober's /proc/net/unix: ${b.text}\n${a.text}`);
+    assert.equal(a.probe.done, true, `control: the peer did not see the prober finish: ${a.text}`);
+    assert.equal(b.probe.abstract.ok, false, `reached the other run's abstract socket: ${b.text}`);
+    assert.equal(b.probe.abstract.errno, 1, `not refused by Landlock (EPERM): ${b.text}`);
+    assert.equal(a.probe.accepted, false, a.text);
+  });
+
+  test("a script's own child processes still reach its abstract sockets (one domain per run)", async () => {
+    const name = `mpes-escape-own-${rand()}`;
+    const { probe: p, text } = await inside(conn.client, `
+import socket, subprocess, sys
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); u.bind(b'\\0${name}'); u.listen(4)
+def forked():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(3); s.connect(b'\\0${name}'); s.close()
+    return True
+via_fork = in_child(lambda: attempt(forked))  # (connected in the backlog: no accept needed)
+child = subprocess.run([sys.executable, '-c', '''
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(3); s.connect(b"\\\\0${name}"); s.close()
+'''], capture_output=True, text=True, timeout=30)
+report(fork=via_fork, exec_rc=child.returncode, exec_err=child.stderr[-500:])
+`, { timeout: 40 });
+    assert.equal(p.fork.ok, true, text);
+    assert.equal(p.exec_rc, 0, text);
+  });
+
+  test('two concurrent runs cannot reach each other over loopback', {
     todo: 'runs of one zygote share its network namespace (one pasta per zygote, not per run)',
   }, async () => {
     const tcpPort = 20000 + crypto.randomInt(30000);
-    const name = `mpes-escape-peer-${rand()}`;
     const server = `
-import socket, time
+import socket
 t = socket.socket(); t.bind(('127.0.0.1', ${tcpPort})); t.listen(4); t.settimeout(10)
-u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); u.bind(b'\\0${name}'); u.listen(4)
 try:
     c, _ = t.accept(); c.sendall(b'peer'); c.close()
 except OSError:
@@ -925,21 +1015,10 @@ def peer_tcp():
             err = e
             time.sleep(0.1)
     raise err
-def peer_abstract():
-    for _ in range(40):
-        try:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(b'\\0${name}'); s.close(); return True
-        except OSError as e:
-            err = e
-            time.sleep(0.1)
-    raise err
-# The abstract socket first: the peer stops once its TCP listener is reached.
-abstract = attempt(peer_abstract)
-report(tcp=attempt(peer_tcp), abstract=abstract)
+report(tcp=attempt(peer_tcp))
 `;
     const [, b] = await Promise.all([inside(conn.client, server, { timeout: 30 }), inside(conn.client, client, { timeout: 30 })]);
     assert.equal(b.probe.tcp.ok, false, b.text);
-    assert.equal(b.probe.abstract.ok, false, b.text);
   });
 });
 

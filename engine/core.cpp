@@ -91,6 +91,16 @@ Core::Core(asio::io_context& io, EngineConfig config)
       spdlog::warn("--network on: {}", run_network_.description);
     }
   }
+  // The zygotes probe again where they make the runs (a container's seccomp profile may differ)
+  // and warn when they cannot scope them.
+  run_scoping_ = sandbox::plan_run_scoping(config_.policy.backend != sandbox::Backend::none, sandbox::probe_landlock());
+  if (config_.policy.backend != sandbox::Backend::none) {
+    if (run_scoping_.applied()) {
+      spdlog::info("run scoping: {}", run_scoping_.description);
+    } else {
+      spdlog::warn("run scoping: {}", run_scoping_.description);
+    }
+  }
 }
 
 Core::~Core() {
@@ -376,7 +386,7 @@ void Core::find_interpreter(std::optional<std::string> version, Engine::Interpre
 void Core::environment_report(std::function<void(EnvironmentReport)> done) {
   auto build = [this, done = std::move(done)] {
     EnvironmentParts parts{config_, catalog_, pool_, scheduler_, startup_.cgroups(), probe_, docker_.get(),
-                           run_network_};
+                           run_network_, run_scoping_};
     EnvironmentReport report = describe_environment(parts);
     environments().report([report = std::move(report), done, warm = config_.warm_cache](EnvironmentsStatus status) mutable {
       if (!warm) status.cache_warming = "disabled (--no-warm-cache)";

@@ -33,6 +33,7 @@
 #include "engine/scheduler.h"
 #include "engine/sessions/sessions.h"
 #include "engine/startup.h"
+#include "sandbox/landlock.h"
 #include "sandbox/probe.h"
 #include "engine/pool/docker_host.h"
 
@@ -126,6 +127,7 @@ class Core : public std::enable_shared_from_this<Core> {
   asio::io_context& io_;
   EngineConfig config_;
   RunNetwork run_network_;  // how runs reach the network with --network on (decided once)
+  sandbox::RunScoping run_scoping_;  // whether each run is a Landlock domain (probed once)
   asio::thread_pool worker_{1};
   asio::thread_pool cgroup_worker_{1};
   std::shared_ptr<DockerBackend> docker_;  // the docker backend only
@@ -161,6 +163,7 @@ struct EnvironmentParts {
   const std::optional<sandbox::ProbeResult>& probe;
   const DockerBackend* docker;
   const RunNetwork& network;
+  const sandbox::RunScoping& scoping;
 };
 // Everything but `environments` (which the environments' own worker reports).
 EnvironmentReport describe_environment(const EnvironmentParts& parts);

@@ -13,6 +13,7 @@ EnvironmentReport describe_environment(const EnvironmentParts& parts) {
   report.backend = sandbox_label(config.policy.backend);
   report.network = config.policy.network;
   report.network_isolation = parts.network.description;
+  report.run_scoping = parts.scoping.description;
   const auto& default_interpreter = parts.catalog.default_interpreter();
   report.execution_path =
       default_interpreter && !default_interpreter->shared() ? "spawn (static interpreter)" : "zygote";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/interpreters/discovery.h"
+#include "sandbox/landlock.h"
 #include "sandbox/policy.h"
 #include "sandbox/probe.h"
 
@@ -55,6 +56,7 @@ struct EnvironmentReport {
   std::string backend;          // "native", "none (unsandboxed)", "docker"
   bool network = true;
   std::string network_isolation;  // what --network on really gives (engine::plan_run_network)
+  std::string run_scoping;  // whether each run is a Landlock domain of its own (sandbox/landlock.h)
   std::string execution_path;   // "zygote" or "spawn (static interpreter)"
   std::string sandbox_status;   // "ready", "unavailable: ...", "disabled ..."; "" = unknown
   unsigned max_concurrent_runs = 0;

@@ -56,6 +56,7 @@ class FakeEngine final : public engine::Engine {
     report.sandbox_status = "ready (test)";
     report.network = true;
     report.network_isolation = "host network: (test)";
+    report.run_scoping = "landlock ABI 7 (test)";
     report.limits.memory_bytes = 1024;
     report.probe = sandbox::ProbeResult{};
     report.probe->userns_works = true;
@@ -265,6 +266,7 @@ TEST_CASE("check_environment: the nine lines in order, then the engine's report"
   CHECK(lines[8] == "Cache warming: disabled");
   CHECK(text.find("Network: on") != std::string::npos);
   CHECK(text.find("\nNetwork isolation: host network: (test)\n") != std::string::npos);
+  CHECK(text.find("\nRun scoping: landlock ABI 7 (test)\n") != std::string::npos);
   CHECK(text.find("  Memory bytes: 1024") != std::string::npos);
   CHECK(text.find("  Userns works: yes") != std::string::npos);
   CHECK(text.find("Problem") == std::string::npos);  // empty values are left out
@@ -275,6 +277,7 @@ TEST_CASE("check_environment: the nine lines in order, then the engine's report"
   CHECK(s["interpreters"].size() == 2);
   CHECK(s["engine"]["network"] == "on");
   CHECK(s["engine"]["network_isolation"] == "host network: (test)");
+  CHECK(s["engine"]["run_scoping"] == "landlock ABI 7 (test)");
 }
 
 TEST_CASE("execute_python: clamps the timeout, forwards progress, formats the result") {
