@@ -7,9 +7,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/pool/docker_host.h"
 #include "engine/pool/docker_zygote.h"
 #include "engine/pool/zygote_process.h"
+#include "profiles/mpes_profiles.h"
 #include "sandbox/docker_command.h"
 
 using Argv = std::vector<std::string>;
@@ -180,4 +183,24 @@ TEST_CASE("a one-shot container: host paths mounted under /run/mpes/mount and re
   CHECK(values_of(argv, "--network") == Argv{"bridge"});
   CHECK(values_of(argv, "--user") == Argv{"65534:65534"});
   CHECK(has(values_of(argv, "--tmpfs"), "/tmp:size=1073741824,mode=1777"));
+}
+
+TEST_CASE("the container's seccomp profile lets each run scope itself with Landlock") {
+  // Runs make themselves Landlock domains (sandbox/landlock.h); docker's default profile allows
+  // the landlock calls unconditionally, and so must ours (they only restrict).
+  const auto profile = nlohmann::json::parse(profiles::docker_seccomp());
+  REQUIRE(profile.at("defaultAction") == "SCMP_ACT_ERRNO");
+  for (const char* call : {"landlock_create_ruleset", "landlock_restrict_self"}) {
+    INFO(call);
+    bool allowed = false;
+    for (const auto& rule : profile.at("syscalls")) {
+      if (rule.at("action") != "SCMP_ACT_ALLOW" || rule.contains("args") || rule.contains("includes") ||
+          rule.contains("excludes")) {
+        continue;
+      }
+      const auto& names = rule.at("names");
+      allowed = allowed || std::find(names.begin(), names.end(), call) != names.end();
+    }
+    CHECK(allowed);
+  }
 }
