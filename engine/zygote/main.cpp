@@ -359,8 +359,8 @@ int Zygote::start() {
   base_spec_.limits = options_.limits;
   base_spec_.rlimit_fallbacks = options_.fallbacks;
   base_spec_.seccomp = seccomp_ ? &*seccomp_ : nullptr;
-  // Probed here, where the runs are made (in a container, under its seccomp profile): the
-  // server's check_environment reports its own probe, a zygote that differs says so.
+  // Probed here, where the runs are made (in a container: under its seccomp profile). The
+  // server reports its own probe; a zygote that cannot scope its runs says so in its warnings.
   const sandbox::RunScoping scoping = sandbox::plan_run_scoping(options_.isolate, sandbox::probe_landlock());
   base_spec_.landlock_scoped = scoping.scoped;
   if (options_.isolate && !scoping.applied()) {

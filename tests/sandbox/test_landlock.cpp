@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cstddef>
 #include <string>
 
+#include "sandbox/child_setup.h"
 #include "sandbox/landlock.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/unique_fd.h"
@@ -146,4 +148,33 @@ TEST_CASE("run scoping: nothing to apply leaves the process unscoped", "[landloc
   });
   INFO(r.describe());
   CHECK(r.exited(0));
+}
+
+TEST_CASE("run scoping: prepare_run_process makes the domain after no_new_privs; the none backend none",
+          "[landlock]") {
+  const auto plan = plan_run_scoping(true, sandbox::probe_landlock());
+  if (!plan.applied()) {
+    WARN("run scoping " << plan.description);
+    return;
+  }
+  const std::string outside = "mpes-test-landlock-setup-" + std::to_string(::getpid());
+  UniqueFd listener = listen_abstract(outside);
+  REQUIRE(listener);
+  for (const bool isolate : {true, false}) {
+    INFO("isolate " << isolate);
+    ChildResult r = run_in_child([&] {
+      // Unprivileged, as the zygote is: landlock_restrict_self then needs no_new_privs first.
+      if (::geteuid() == 0 && (::syscall(SYS_setresgid, 65534, 65534, 65534) != 0 ||
+                               ::syscall(SYS_setresuid, 65534, 65534, 65534) != 0)) {
+        return 40;
+      }
+      sandbox::ChildSpec spec;
+      spec.isolate = isolate;
+      spec.landlock_scoped = plan_run_scoping(isolate, sandbox::probe_landlock()).scoped;
+      sandbox::prepare_run_process(spec);
+      return connect_abstract(outside);
+    });
+    INFO(r.describe());
+    CHECK(r.exited(isolate ? EPERM : 0));
+  }
 }
