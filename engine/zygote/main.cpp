@@ -4,7 +4,7 @@
 //
 // Per run (native backend):
 //   zygote --clone(new user/pid/mount/ipc/uts/cgroup[/net] namespaces)--> init (pid 1)
-//     init: cgroup join, id maps, mounts; fork --> script process: identity, landlock scoping,
+//     init: id maps, mounts; fork --> script process: identity, landlock scoping, cgroup join,
 //           rlimits, seccomp, runner stub (the script); init then only reaps and reports the
 //           script's status through a per-run status pipe, so a script dying of a signal is
 //           reported as such.
