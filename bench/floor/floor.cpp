@@ -35,6 +35,7 @@
 #include "engine/interpreters/probe.h"
 #include "engine/pool/zygote_process.h"
 #include "sandbox/bwrap_command.h"
+#include "sandbox/memfd.h"
 #include "sandbox/path_search.h"
 #include "sandbox/process.h"
 #include "sandbox/unique_fd.h"
@@ -117,15 +118,6 @@ std::string own_dir() {
   if (n <= 0) return ".";
   const std::string path(buf, static_cast<std::size_t>(n));
   return path.substr(0, path.rfind('/'));
-}
-
-UniqueFd data_memfd(const char* name, const std::string& data) {
-  UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, name, MFD_CLOEXEC)));
-  if (!fd || ::write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size()) ||
-      ::lseek(fd.get(), 0, SEEK_SET) != 0) {
-    throw std::runtime_error(std::string("memfd for ") + name + ": " + std::strerror(errno));
-  }
-  return fd;
 }
 
 std::string join(const std::vector<std::string>& items, char sep) {
@@ -213,8 +205,8 @@ int run_floor(const Options& o) {
   try {
     // As the zygote is started: control socket on 3 (here: the commands), passwd and group on 4
     // and 5, and the reports on 6.
-    UniqueFd passwd = data_memfd("passwd", sandbox::minimal_passwd());
-    UniqueFd group = data_memfd("group", sandbox::minimal_group());
+    UniqueFd passwd = sandbox::sealed_memfd("passwd", sandbox::minimal_passwd());
+    UniqueFd group = sandbox::sealed_memfd("group", sandbox::minimal_group());
     UniqueFd no_commands;
     int commands = 0;
     if (!o.runs.empty()) {

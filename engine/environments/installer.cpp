@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sandbox/bwrap_command.h"
+#include "sandbox/memfd.h"
 #include "sandbox/path_search.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/setup_error.h"
@@ -257,19 +258,12 @@ namespace {
 sandbox::UniqueFd seccomp_memfd() {
   static const sandbox::SeccompProgram program = sandbox::SeccompProgram::compile(sandbox::Policy{});
   const auto& bpf = program.bpf();
-  sandbox::UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, "installer-seccomp",
-                                                  MFD_CLOEXEC | MFD_ALLOW_SEALING)));
-  if (!fd) throw InstallerUnavailable("cannot create the installer's seccomp memfd: " + errno_text(errno));
-  std::size_t done = 0;
-  while (done < bpf.size()) {
-    const ssize_t n = ::write(fd.get(), bpf.data() + done, bpf.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw InstallerUnavailable("cannot write the installer's seccomp program: " + errno_text(errno));
-    done += static_cast<std::size_t>(n);
+  try {
+    return sandbox::sealed_memfd("installer-seccomp",
+                                 std::string_view(reinterpret_cast<const char*>(bpf.data()), bpf.size()));
+  } catch (const std::system_error& e) {
+    throw InstallerUnavailable(std::string("cannot pass the installer's seccomp program: ") + e.what());
   }
-  ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-  ::lseek(fd.get(), 0, SEEK_SET);
-  return fd;
 }
 
 // Removes what a failed pass left in `dir`, keeping `dir` itself (its owner and mode).

@@ -11,11 +11,13 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 #include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "sandbox/memfd.h"
 #include "sandbox/proc_tree.h"
 
 namespace engine {
@@ -32,20 +34,14 @@ std::runtime_error os_error(const char* what, int err) {
   return std::runtime_error(text);
 }
 
+// Sealed: the run reads exactly what was sent, and nothing can write to it.
 UniqueFd sealed_memfd(const char* name, const std::string& data) {
-  UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING)));
-  if (!fd) throw os_error("memfd_create", errno);
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(std::string("writing the ") + name + ": " + std::strerror(errno));
-    done += static_cast<std::size_t>(n);
+  try {
+    return sandbox::sealed_memfd(name, data);
+  } catch (const std::system_error& e) {
+    if (e.code().value() == EMFILE || e.code().value() == ENFILE) throw os_error("memfd_create", e.code().value());
+    throw;
   }
-  // Sealed: the run reads exactly what was sent, and nothing can write to it.
-  ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-  ::lseek(fd.get(), 0, SEEK_SET);  // the offset is shared with the run's copy
-  return fd;
 }
 
 // A pipe with both ends close-on-exec: {read, write}.

@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sandbox/bwrap_command.h"
+#include "sandbox/memfd.h"
 #include "sandbox/mounts.h"
 
 namespace engine {
@@ -138,15 +139,6 @@ sandbox::DockerContainer docker_container(const ZygoteLaunch& launch, const std:
                           launch.env_root, kEnvInside, std::move(command), zygote_environment());
 }
 
-UniqueFd data_memfd(const std::string& name, const std::string& data) {
-  UniqueFd fd(static_cast<int>(::syscall(SYS_memfd_create, name.c_str(), MFD_CLOEXEC)));
-  if (!fd) throw std::runtime_error(errno_text("memfd_create", errno));
-  if (::write(fd.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size()) ||
-      ::lseek(fd.get(), 0, SEEK_SET) != 0) {
-    throw std::runtime_error(errno_text("writing " + name, errno));
-  }
-  return fd;
-}
 
 }  // namespace
 
@@ -326,7 +318,7 @@ void ZygoteProcess::spawn() {
     const auto binds = host_paths_to_bind(launch_);
     for (const auto& [name, data] : {std::pair<std::string, std::string>{"passwd", sandbox::minimal_passwd()},
                                      {"group", sandbox::minimal_group()}}) {
-      data_files.push_back(data_memfd(name, data));
+      data_files.push_back(sandbox::sealed_memfd(name.c_str(), data));
       spec.fds.push_back(data_files.back().get());
     }
     spec.argv = bwrap_argv(launch_, binds, 4);
