@@ -33,6 +33,21 @@ add_library(mpes_restinio INTERFACE)
 target_include_directories(mpes_restinio SYSTEM INTERFACE ${MPES_RESTINIO_INCLUDES})
 target_link_libraries(mpes_restinio INTERFACE ${MPES_FMT_TARGET} ${HTTP_PARSER_LIBRARY})
 
+# libnl-route (libnl-route-3-dev): the routing-socket calls that link each run's network
+# namespace into its zygote's user-mode network (sandbox/netlink.h). No CMake config of its own:
+# its headers from pkg-config, its libraries static for the wheel.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(MPES_LIBNL REQUIRED libnl-3.0 libnl-route-3.0)
+add_library(mpes_libnl INTERFACE)
+target_include_directories(mpes_libnl SYSTEM INTERFACE ${MPES_LIBNL_INCLUDE_DIRS})
+if(MPES_STATIC_DEPS)
+  find_library(MPES_LIBNL_ROUTE_A NAMES libnl-route-3.a REQUIRED)
+  find_library(MPES_LIBNL_A NAMES libnl-3.a REQUIRED)
+  target_link_libraries(mpes_libnl INTERFACE ${MPES_LIBNL_ROUTE_A} ${MPES_LIBNL_A} Threads::Threads m)
+else()
+  target_link_libraries(mpes_libnl INTERFACE ${MPES_LIBNL_LINK_LIBRARIES})
+endif()
+
 if(NOT MPES_STATIC_DEPS)
   find_package(spdlog REQUIRED)
   find_package(tomlplusplus REQUIRED)

@@ -1,6 +1,6 @@
 # Install layout, man page and the Debian package (CPack). Two layouts, one rule each:
-#   the Python wheel (scikit-build-core sets SKBUILD): both binaries in the Python package's bin/;
-#   everything else (cmake --install, the .deb): /usr/lib/mcp-python-exec-sandbox/ for both
+#   the Python wheel (scikit-build-core sets SKBUILD): the binaries in the Python package's bin/;
+#   everything else (cmake --install, the .deb): /usr/lib/mcp-python-exec-sandbox/ for the
 #   binaries, the command in /usr/bin as a symlink to the server.
 # The server finds its zygote next to its own executable (/proc/self/exe resolves the symlink), so
 # both layouts keep the two binaries side by side.
@@ -85,7 +85,8 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${MPES_DEB_DEPENDS}")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-pip")
+# passt (pasta) and nftables give --network on runs a user-mode network each, as root.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-pip, passt, nftables")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_PACKAGE_CHECKSUM SHA256)
 include(CPack)

@@ -784,10 +784,15 @@ report(loopback=attempt(host_loopback), egress=attempt(egress),
 
 // --network on, native backend. As root with pasta installed, each zygote has a network namespace
 // of its own behind pasta: a run reaches the internet but not the host's loopback services, its
-// abstract unix sockets, its socket table or metadata addresses. Unprivileged (or without pasta)
-// runs share the host's network, and check_environment must say so (and be right).
-const PASTA = (process.env.PATH ?? '/usr/bin:/bin').split(':').some((d) => d && fs.existsSync(path.join(d, 'pasta')));
+// own addresses, its abstract unix sockets, its socket table or metadata addresses; with nft too,
+// each run has a namespace of its own routed through its zygote's, and runs cannot reach each
+// other. Unprivileged (or without pasta) runs share the host's network, and check_environment
+// must say so (and be right).
+const onPath = (name, extra = []) =>
+  [...(process.env.PATH ?? '/usr/bin:/bin').split(':'), ...extra].some((d) => d && fs.existsSync(path.join(d, name)));
+const PASTA = onPath('pasta');
 const USER_MODE = isRoot && PASTA;
+const PER_RUN = USER_MODE && onPath('nft', ['/usr/sbin', '/sbin']);
 
 
 describe('escape suite: --network on', { skip: DOCKER && 'the docker backend has a network of its own (docker bridge)', timeout: 300000 }, () => {
@@ -875,10 +880,12 @@ report(loopback=attempt(host_loopback), abstract=attempt(host_abstract), tcp_tab
       assert.equal(p.metadata.ok, false, `reached a metadata address: ${text}`);
       assert.equal(p.internet.ok, true, `the internet is not reachable: ${text}`);
       assert.ok(p.interfaces.length > 1, 'pasta\'s interface beyond lo');
-      // The zygote says it is in its own namespace.
+      // The zygote says it is in its own namespace, and whether its runs each have one.
       const env = await conn.client.callTool({ name: 'check_environment', arguments: {} });
       const zygotes = env.structuredContent?.engine?.zygotes ?? [];
-      assert.ok(zygotes.length > 0 && zygotes.every((z) => z.network === 'own namespace (pasta)'), JSON.stringify(zygotes));
+      const expected = PER_RUN ? /^own namespace \(pasta\), a namespace per run$/ : /^own namespace \(pasta\), shared by its runs/;
+      assert.ok(zygotes.length > 0 && zygotes.every((z) => expected.test(z.network ?? '')), JSON.stringify(zygotes));
+      if (PER_RUN) assert.deepEqual(p.interfaces.sort(), ['eth0', 'lo'], `the run's own link and loopback: ${text}`);
       await assertHealthy(conn.client);
     });
 
@@ -922,7 +929,9 @@ report(loopback=attempt(host_loopback), abstract=attempt(host_abstract), tcp_tab
       }
     });
 
-  test('two concurrent runs cannot reach each other over abstract sockets', async (t) => {
+  test('two concurrent runs cannot reach each other over abstract sockets (one namespace, Landlock)', {
+    skip: PER_RUN && 'each run has a network namespace of its own (its abstract sockets with it): the next test',
+  }, async (t) => {
     const { available, line } = await scoping();
     if (!available) {
       t.skip(`each run is not a Landlock domain here (${line})`);
@@ -992,33 +1001,117 @@ report(fork=via_fork, exec_rc=child.returncode, exec_err=child.stderr[-500:])
     assert.equal(p.exec_rc, 0, text);
   });
 
-  test('two concurrent runs cannot reach each other over loopback', {
-    todo: 'runs of one zygote share its network namespace (one pasta per zygote, not per run)',
+  // Two runs of one zygote at the same time. The listener binds TCP and UDP on all its addresses
+  // and an abstract unix socket (its own loopback, address and socket reach them: the controls)
+  // and counts what arrives for 12 s; meanwhile the prober tries loopback and every address next to its own link's (the
+  // runs' links are consecutive /30s, so the listener's is among them, whichever spare each run
+  // took), all at once, TCP and UDP.
+  test('two concurrent runs reach each other neither over loopback nor by address (TCP, UDP) nor abstract sockets', {
+    skip: !PER_RUN && 'runs have a namespace of their own only as root with pasta and nft',
   }, async () => {
-    const tcpPort = 20000 + crypto.randomInt(30000);
-    const server = `
+    const port = 20000 + crypto.randomInt(30000);
+    const abstract = `mpes-escape-peer-${rand()}`;
+    const ownAddress = `
+import socket, fcntl, struct
+def own_address():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    return socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, struct.pack('256s', b'eth0'))[20:24])
+`;
+    const listener = `${ownAddress}
+import time
+t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); t.bind(('0.0.0.0', ${port})); t.listen(64)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('0.0.0.0', ${port}))
+x = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); x.bind(b'\\0${abstract}'); x.listen(8)
+y = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); y.connect(b'\\0${abstract}'); x.accept()[0].close(); y.close()
+me = own_address()
+for host in ('127.0.0.1', me):
+    socket.create_connection((host, ${port}), timeout=3).close(); t.accept()[0].close()
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'self', (host, ${port})); u.recv(100)
+t.settimeout(0.1); u.settimeout(0.1); x.settimeout(0.05)
+accepted = datagrams = 0
+end = time.time() + 12
+while time.time() < end:
+    try:
+        t.accept()[0].close(); accepted += 1
+    except OSError:
+        pass
+    try:
+        u.recv(100); datagrams += 1
+    except OSError:
+        pass
+    try:
+        x.accept()[0].close(); accepted += 1
+    except OSError:
+        pass
+report(address=me, controls=True, accepted=accepted, datagrams=datagrams)
+`;
+    const prober = `${ownAddress}
+import threading
+me = own_address()
+a, b, c, d = map(int, me.split('.'))
+targets = ['127.0.0.1'] + ['%d.%d.%d.%d' % (a, b, c, x) for x in range(max(1, d - 24), min(255, d + 25)) if x != d]
+results = {}
+def probe(host):
+    try:
+        socket.create_connection((host, ${port}), timeout=3).close(); results[host] = 'reached'
+    except OSError as e:
+        results[host] = type(e).__name__
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'peer', (host, ${port}))
+    except OSError:
+        pass
+threads = [threading.Thread(target=probe, args=(h,)) for h in targets]
+for th in threads: th.start()
+for th in threads: th.join()
+def peer_abstract():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(3); s.connect(b'\\0${abstract}'); s.close()
+    return True
+report(address=me, reached=sorted(h for h, r in results.items() if r == 'reached'), tried=len(results),
+       abstract=attempt(peer_abstract))
+`;
+    const listening = inside(conn.client, listener, { timeout: 40 });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const { probe: p, text: proberText } = await inside(conn.client, prober, { timeout: 40 });
+    const { probe: l, text } = await listening;
+    assert.equal(l.controls, true, `the listener's own loopback and address must reach it: ${text}`);
+    assert.notEqual(p.address, l.address, 'two runs, two links');
+    const [la, lb, lc, ld] = l.address.split('.').map(Number);
+    const [pa, pb, pc, pd] = p.address.split('.').map(Number);
+    assert.ok(la === pa && lb === pb && lc === pc && Math.abs(ld - pd) <= 24,
+      `the listener's address ${l.address} is among the prober's targets (${p.address}±24)`);
+    assert.deepEqual(p.reached, [], proberText);
+    assert.equal(p.abstract.ok, false, `reached the other run's abstract socket: ${proberText}`);
+    assert.equal(l.accepted, 0, `another run connected to it: ${text}`);
+    assert.equal(l.datagrams, 0, `another run's datagram arrived: ${text}`);
+  });
+
+  test('a host service on another host address is out of reach (closed routes)', {
+    skip: !USER_MODE && 'needs the server as root with pasta',
+  }, async () => {
+    // A second address on the host (as docker0's 172.17.0.1 or a second interface would be) and
+    // a service bound to all addresses; a server started after it.
+    const extra = `198.51.100.${1 + crypto.randomInt(250)}`;
+    execFileSync('ip', ['addr', 'add', `${extra}/32`, 'dev', 'lo']);
+    const service = net.createServer((socket) => socket.end('hello from the host\n'));
+    await new Promise((resolve) => service.listen(0, '0.0.0.0', resolve));
+    const servicePort = service.address().port;
+    const fresh = await connect([...LIMIT_FLAGS, '--network', 'on']);
+    try {
+      const body = `
 import socket
-t = socket.socket(); t.bind(('127.0.0.1', ${tcpPort})); t.listen(4); t.settimeout(10)
-try:
-    c, _ = t.accept(); c.sendall(b'peer'); c.close()
-except OSError:
-    pass
-report(served=True)
+def host_service():
+    s = socket.create_connection(('${extra}', ${servicePort}), timeout=3)
+    data = s.recv(100).decode(); s.close(); return data
+report(service=attempt(host_service))
 `;
-    const client = `
-import socket, time
-def peer_tcp():
-    for _ in range(40):
-        try:
-            s = socket.create_connection(('127.0.0.1', ${tcpPort}), timeout=1); s.close(); return True
-        except OSError as e:
-            err = e
-            time.sleep(0.1)
-    raise err
-report(tcp=attempt(peer_tcp))
-`;
-    const [, b] = await Promise.all([inside(conn.client, server, { timeout: 30 }), inside(conn.client, client, { timeout: 30 })]);
-    assert.equal(b.probe.tcp.ok, false, b.text);
+      assert.equal((await outside(body)).service.value, 'hello from the host\n', 'control: the host service answers');
+      const { probe: p, text } = await inside(fresh.client, body, { timeout: 30 });
+      assert.equal(p.service.ok, false, `reached the host service on ${extra}: ${text}`);
+    } finally {
+      await fresh.client.close();
+      service.close();
+      execFileSync('ip', ['addr', 'del', `${extra}/32`, 'dev', 'lo']);
+    }
   });
 });
 

@@ -19,8 +19,8 @@ namespace {
 std::string default_zygote_path() {
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "mcp-python-exec-sandbox-zygote";
-  return (self.parent_path() / "mcp-python-exec-sandbox-zygote").string();
+  if (ec) return name;
+  return (self.parent_path() / name).string();
 }
 
 // Where interpreters come from: the host's, or with the docker backend the image's alone.
@@ -83,7 +83,7 @@ Core::Core(asio::io_context& io, EngineConfig config)
                                                              cgroup_worker_.get_executor()}}) {
   if (config_.zygote_path.empty()) config_.zygote_path = default_zygote_path();
   run_network_ = plan_run_network(config_.policy.backend, config_.policy.network, ::geteuid() == 0,
-                                  sandbox::UserNetwork::find_pasta());
+                                  sandbox::UserNetwork::find_pasta(), sandbox::UserNetwork::find_nft());
   if (config_.policy.network && config_.policy.backend == sandbox::Backend::native) {
     if (run_network_.user_mode) {
       spdlog::info("--network on: {}", run_network_.description);
@@ -110,6 +110,7 @@ Core::~Core() {
 
 void Core::start_warmup() {
   warm_ = true;
+  network_worker_.join();
   startup_.begin(true);
 }
 

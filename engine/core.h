@@ -11,7 +11,8 @@
 // A call becomes a Job: queued -> interpreter resolved -> script validated -> environment ready
 // (installed off the queue's slots) -> zygote ready -> running (an Execution) -> answered.
 // Blocking work (cgroup setup, interpreter probes, the host probe) runs on one worker thread and
-// posts back; cgroup removal has its own worker so that shutdown never waits behind a probe.
+// posts back; cgroup removal has its own worker so that shutdown never waits behind a probe, and
+// so does linking each run's network namespace (a spare never waits behind a probe).
 #pragma once
 
 #include <chrono>
@@ -130,6 +131,7 @@ class Core : public std::enable_shared_from_this<Core> {
   sandbox::RunScoping run_scoping_;  // whether each run is a Landlock domain (probed once)
   asio::thread_pool worker_{1};
   asio::thread_pool cgroup_worker_{1};
+  asio::thread_pool network_worker_{1};  // links each spare's network (--network on, per run)
   std::shared_ptr<DockerBackend> docker_;  // the docker backend only
   InterpreterCatalog catalog_;
   Scheduler scheduler_;

@@ -161,6 +161,8 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, 
     launch.run_blocking = [this](std::function<void()> work) { asio::post(worker_, std::move(work)); };
   }
   return pool_.get_or_start(zygote_key(interpreter, env), launch, std::move(lease));
+    launch.network_per_run = run_network_.per_run;
+    launch.run_network_work = [this](std::function<void()> work) { asio::post(network_worker_, std::move(work)); };
 }
 
 }  // namespace engine

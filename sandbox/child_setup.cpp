@@ -27,7 +27,7 @@ namespace {
 void prepare_run_namespace(const ChildSpec& spec) {
   if (!spec.isolate) return;
   write_id_maps(kRunUid, kRunGid, spec.outside_uid, spec.outside_gid);
-  if (!spec.network) bring_up_loopback();
+  if (spec.own_network) bring_up_loopback();
   RunMountPlan plan = spec.mounts;
   plan.owner_uid = kRunUid;
   plan.owner_gid = kRunGid;

@@ -25,7 +25,8 @@ namespace sandbox {
 
 struct ChildSpec {
   bool isolate = true;   // native backend: namespaces, mounts, limits, seccomp; false = none
-  bool network = true;
+  // The run's clone made a network namespace of its own (its loopback is brought up).
+  bool own_network = false;
   uid_t outside_uid = 0;  // the zygote's ids, onto which the run's ids are mapped
   gid_t outside_gid = 0;
   RunMountPlan mounts;

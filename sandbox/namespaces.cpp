@@ -37,10 +37,10 @@ void write_file(const char* path, const std::string& text) {
 
 }  // namespace
 
-unsigned long run_namespace_flags(bool network) {
+unsigned long run_namespace_flags(bool own_network) {
   unsigned long flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
                         CLONE_NEWCGROUP;
-  if (!network) flags |= CLONE_NEWNET;
+  if (own_network) flags |= CLONE_NEWNET;
   return flags;
 }
 

@@ -10,8 +10,9 @@ namespace sandbox {
 inline constexpr uid_t kRunUid = 1000;
 inline constexpr gid_t kRunGid = 1000;
 
-// user + pid + mount + ipc + uts + cgroup, and net when the policy has no network.
-unsigned long run_namespace_flags(bool network);
+// user + pid + mount + ipc + uts + cgroup, and net when the run gets a network namespace of its own
+// (--network off: loopback only; a network per run: linked by the server, sandbox/run_network.h).
+unsigned long run_namespace_flags(bool own_network);
 
 // Raw clone(2) without a new stack: returns twice like fork(). CLONE_PIDFD is added and the
 // parent gets the child's pidfd (close-on-exec) in *pidfd. Returns -1 with errno on failure.

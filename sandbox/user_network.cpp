@@ -1,18 +1,24 @@
 #include "sandbox/user_network.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "sandbox/netlink.h"
 #include "sandbox/path_search.h"
+#include "sandbox/setup_error.h"
 
 namespace sandbox {
 
@@ -40,6 +46,46 @@ KillSwitch& network_switch() {
 
 void kill_user_networks() { network_switch().kill(); }
 
+std::vector<std::string> closed_prefixes(const std::vector<std::string>& host_addresses) {
+  std::vector<std::string> out(std::begin(kUnreachable), std::end(kUnreachable));
+  for (const auto& address : host_addresses) {
+    const bool v6 = address.find(':') != std::string::npos;
+    if (v6) {
+      in6_addr a{};
+      if (::inet_pton(AF_INET6, address.c_str(), &a) != 1) continue;
+      if (IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_LINKLOCAL(&a) || IN6_IS_ADDR_UNSPECIFIED(&a)) continue;
+    } else {
+      in_addr a{};
+      if (::inet_pton(AF_INET, address.c_str(), &a) != 1) continue;
+      const std::uint32_t host = ntohl(a.s_addr);
+      if ((host >> 24) == 127 || host == 0 || (host >> 16) == ((169u << 8) | 254u)) continue;
+    }
+    const std::string prefix = address + (v6 ? "/128" : "/32");
+    if (std::find(out.begin(), out.end(), prefix) == out.end()) out.push_back(prefix);
+  }
+  return out;
+}
+
+std::vector<std::string> host_addresses() {
+  std::vector<std::string> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (i->ifa_addr->sa_family == AF_INET) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr, text, sizeof text);
+    } else {
+      continue;
+    }
+    out.emplace_back(text);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
 std::optional<std::string> UserNetwork::find_pasta(const std::string& path) { return find_executable(path); }
 
 std::vector<std::string> pasta_argv(const std::string& pasta_program, const std::vector<std::string>& holder) {
@@ -47,6 +93,8 @@ std::vector<std::string> pasta_argv(const std::string& pasta_program, const std:
                                    // No port forwarded either way, no gateway mapped to the host.
                                    "-t", "none", "-u", "none", "-T", "none", "-U", "none",
                                    "--no-map-gw",
+                                   // Its interface has a name of our own (the runs' router's rules use it).
+                                   "--ns-ifname", kUplinkName,
                                    // Keeps root until the tap device is open (it may be root's alone).
                                    "--runas", "0:0", "--"};
   argv.insert(argv.end(), holder.begin(), holder.end());
@@ -111,21 +159,31 @@ UserNetwork UserNetwork::start(const std::string& pasta_program, int ready_timeo
   if (!net.holder_ || !net.netns_) {
     throw SpawnError("cannot open the user-mode network's namespace: " + std::string(std::strerror(errno)));
   }
-  // Nothing routed to link-local or metadata addresses.
-  for (const char* prefix : kUnreachable) {
-    ProcessSpec ip;
-    ip.argv = {"ip", std::string(prefix).find(':') != std::string::npos ? "-6" : "-4", "route", "add",
-               "unreachable", prefix};
-    ip.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"};
-    ip.output = Output::merged;
-    ip.netns_fd = net.netns_.get();
-    ip.timeout_ms = 5000;
-    const ProcessResult r = run_process(ip);
-    if (!r.ok()) {
-      throw SpawnError("cannot close " + std::string(prefix) + " in the user-mode network (ip route): " + r.out);
-    }
+  // Nothing routed to link-local or metadata addresses, nor to the host's own addresses.
+  try {
+    NetlinkSocket routes = NetlinkSocket::open(net.netns_.get());
+    for (const auto& prefix : closed_prefixes(host_addresses())) routes.add_unreachable_route(prefix);
+  } catch (const NetlinkError& e) {
+    throw SpawnError(std::string("cannot close a route in the user-mode network: ") + e.what());
   }
   return net;
+}
+
+std::optional<std::string> UserNetwork::find_nft() {
+  auto nft = find_executable("nft");
+  if (!nft) nft = find_executable("nft", "/usr/sbin:/sbin");
+  return nft;
+}
+
+void UserNetwork::enable_run_routing() {
+  const auto nft = find_nft();
+  if (!nft) throw SetupError("nft was not found (Debian: apt install nftables)");
+  router_.emplace(RunRouter::enable(netns_.get(), kUplinkName, *nft));
+}
+
+void UserNetwork::attach_run(int run_pidfd) {
+  if (!router_) throw NetlinkError("this user-mode network does not route runs");
+  router_->attach(run_pidfd);
 }
 
 UserNetwork::~UserNetwork() {

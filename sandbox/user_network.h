@@ -3,7 +3,13 @@
 // host as ordinary sockets. Inside, 127.0.0.1 and abstract unix sockets are the namespace's own
 // (the host's are unreachable), pasta forwards no port in either direction (-t/-u/-T/-U none)
 // and does not map its gateway address to the host's loopback (--no-map-gw); link-local and
-// cloud metadata addresses are routed nowhere. The internet is reachable.
+// cloud metadata addresses, and every address of the host's own interfaces when it starts
+// (reachable through pasta's sockets otherwise: a service of the host bound to 0.0.0.0 would
+// answer on docker0's 172.17.0.1 or a second interface), are routed nowhere (closed_prefixes).
+// The internet is reachable. pasta's interface in the namespace is named kUplinkName.
+//
+// A zygote's network can also route runs (enable_run_routing): each run then has a namespace of
+// its own linked into this one (sandbox/run_network.h) instead of sharing it.
 //
 // Started through the one process runner (sandbox/process.h), as pid 1 of a pid namespace of
 // its own (unshare) so that nothing it starts outlives it: pasta runs `sh` as a holder of
@@ -18,18 +24,32 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sandbox/process.h"
+#include "sandbox/run_network.h"
 #include "sandbox/unique_fd.h"
 
 namespace sandbox {
+
+// pasta's interface inside the namespace.
+inline constexpr const char* kUplinkName = "uplink";
+
+// Pure: the prefixes a user-mode network routes nowhere, given the host's interface addresses
+// (as text): link-local and metadata addresses, and each host address that is neither loopback
+// nor IPv6 link-local, as a /32 or /128.
+std::vector<std::string> closed_prefixes(const std::vector<std::string>& host_addresses);
+// The host's interface addresses now (getifaddrs), as text.
+std::vector<std::string> host_addresses();
 
 class UserNetwork {
  public:
   // pasta on PATH (or at `path`), or nullopt.
   static std::optional<std::string> find_pasta(const std::string& path = "pasta");
+  // nft on PATH, or in /usr/sbin or /sbin (root's PATH may lack them), or nullopt.
+  static std::optional<std::string> find_nft();
   // Starts pasta and its namespace, ready for use when it returns. Blocks (pasta's start, then
-  // `ip route`): call it off the event loop, on a thread that outlives the object (pasta is
+  // its routes): call it off the event loop, on a thread that outlives the object (pasta is
   // killed when that thread ends). Throws SpawnError (pasta missing or failing, not ready within
   // `ready_timeout_ms`).
   static UserNetwork start(const std::string& pasta_program, int ready_timeout_ms = 10000);
@@ -39,6 +59,14 @@ class UserNetwork {
   ~UserNetwork();
 
   int netns_fd() const { return netns_.get(); }
+
+  // Makes this namespace the router of runs' own namespaces (sandbox/run_network.h), with nft
+  // found on PATH (or in /usr/sbin). Blocks. Throws SetupError (no nft, rules refused).
+  void enable_run_routing();
+  bool routes_runs() const { return router_.has_value(); }
+  // Links the namespace of a spare's init (pidfd) into this one. Blocks (netlink, ~1 ms); call it
+  // on one worker thread. Throws NetlinkError. Only after enable_run_routing().
+  void attach_run(int run_pidfd);
   // The process started: util-linux's unshare, parent of pasta (pid 1 of its pid namespace).
   pid_t pid() const { return pasta_.pid(); }
 
@@ -47,6 +75,7 @@ class UserNetwork {
   Process pasta_;
   UniqueFd holder_;  // pidfd of the holder (pid 1 of pasta's pid namespace)
   UniqueFd netns_;   // its network namespace
+  std::optional<RunRouter> router_;
 };
 
 // Kills every user-mode network's pasta and holder (their process groups) now, and any started

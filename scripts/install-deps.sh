@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 apt_packages=(
   build-essential cmake pkg-config git
   nlohmann-json3-dev libcli11-dev libspdlog-dev libtomlplusplus-dev catch2 libseccomp-dev libasio-dev libssl-dev
-  librestinio-dev libhttp-parser-dev libfmt-dev
-  bubblewrap passt iproute2 libpython3-dev python3 python3-pip python3-venv python3-wheel python3-setuptools
+  librestinio-dev libhttp-parser-dev libfmt-dev libnl-3-dev libnl-route-3-dev
+  bubblewrap passt nftables iproute2 libpython3-dev python3 python3-pip python3-venv python3-wheel python3-setuptools
   python3-numpy python3-pandas python3-matplotlib
   # The differential suite's data-science scripts (e2e_tests/corpus/) run with these.
   python3-scipy python3-sklearn python3-sympy python3-bs4

@@ -217,7 +217,7 @@ std::string Floor::boot() {
   if (tasks != 1) return "the process has " + std::to_string(tasks) + " threads after the set-up; forking it is unsafe";
 
   spec_.isolate = true;
-  spec_.network = options_.network;
+  spec_.own_network = !options_.network;
   spec_.outside_uid = ::getuid();
   spec_.outside_gid = ::getgid();
   const sandbox::Limits limits;  // the server's defaults
@@ -252,7 +252,7 @@ Floor::Outcome Floor::run_once() {
   UniqueFd rd(p[0]), wr(p[1]);
   int pidfd_raw = -1;
   py_.PyOS_BeforeFork();
-  const pid_t pid = sandbox::clone_into(sandbox::run_namespace_flags(options_.network), &pidfd_raw);
+  const pid_t pid = sandbox::clone_into(sandbox::run_namespace_flags(!options_.network), &pidfd_raw);
   if (pid == 0) child(wr.get());
   const int clone_errno = errno;
   py_.PyOS_AfterFork_Parent();

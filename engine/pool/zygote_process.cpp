@@ -84,7 +84,7 @@ std::vector<std::string> zygote_arguments(const ZygoteLaunch& launch) {
           "--sys-path", join(sys_path, '\n'),
           "--prefix", in.prefix,
           "--backend", std::string(sandbox::to_string(launch.policy.backend)),
-          "--network", launch.policy.network ? "on" : "off",
+          "--network", launch.runs_routed ? "routed" : launch.policy.network ? "on" : "off",
           "--tmpfs-bytes", std::to_string(limits.tmpfs_bytes),
           "--memory-bytes", std::to_string(limits.memory_bytes),
           "--max-processes", std::to_string(limits.max_processes),
@@ -143,7 +143,7 @@ sandbox::DockerContainer docker_container(const ZygoteLaunch& launch, const std:
 }  // namespace
 
 RunNetwork plan_run_network(sandbox::Backend backend, bool network_on, bool root,
-                            const std::optional<std::string>& pasta) {
+                            const std::optional<std::string>& pasta, const std::optional<std::string>& nft) {
   if (!network_on) return {false, "off: each run has a network namespace of its own with loopback only", {}};
   switch (backend) {
     case sandbox::Backend::none:
@@ -157,11 +157,20 @@ RunNetwork plan_run_network(sandbox::Backend backend, bool network_on, bool root
       "sockets and /proc/net/tcp are reachable, and runs can reach each other over them) because ";
   if (!root) return {false, host + "a user-mode network needs the server to run as root", {}};
   if (!pasta) return {false, host + "pasta was not found (Debian: apt install passt)", {}};
+  const std::string common =
+      "user-mode (pasta): each zygote in a network namespace of its own; the host's loopback, "
+      "its own addresses, abstract unix sockets and link-local/metadata addresses unreachable, the "
+      "internet reachable; ";
+  if (!nft) {
+    return {true,
+            common + "runs of one zygote share its namespace (they can reach each other over loopback) "
+                     "because nft was not found (Debian: apt install nftables)",
+            *pasta, false};
+  }
   return {true,
-          "user-mode (pasta): each zygote in a network namespace of its own, its runs and sessions "
-          "with it; the host's loopback, abstract unix sockets and link-local/metadata addresses "
-          "unreachable, the internet reachable; runs of one zygote share its namespace",
-          *pasta};
+          common + "each run and session in a network namespace of its own routed through its "
+                   "zygote's (IPv4), unreachable from other runs",
+          *pasta, true};
 }
 
 const char* to_string(ZygoteProcess::State state) {
@@ -208,21 +217,40 @@ void ZygoteProcess::start(std::function<void(State, const std::string&)> on_stat
     auto self = shared_from_this();
     launch_.run_blocking([self] {
       std::shared_ptr<sandbox::UserNetwork> network;
-      std::string error;
+      std::string error, shared_because;
       try {
         network = std::make_shared<sandbox::UserNetwork>(sandbox::UserNetwork::start(self->launch_.pasta_path));
       } catch (const std::exception& e) {
         error = e.what();
       }
-      asio::post(self->io_, [self, network = std::move(network), error = std::move(error)]() mutable {
+      if (network && self->launch_.network_per_run) {
+        try {
+          network->enable_run_routing();
+        } catch (const std::exception& e) {
+          shared_because = e.what();
+        }
+      }
+      asio::post(self->io_, [self, network = std::move(network), error = std::move(error),
+                             shared_because = std::move(shared_because)]() mutable {
         if (self->state_ != State::starting) {  // stopped meanwhile
           self->network_ = std::move(network);
           self->release_network();
           return;
         }
         if (network) {
+          self->launch_.runs_routed = network->routes_runs();
           self->network_ = std::move(network);
-          self->network_note_ = "own namespace (pasta)";
+          if (self->launch_.runs_routed) {
+            self->network_note_ = "own namespace (pasta), a namespace per run";
+          } else {
+            self->network_note_ = "own namespace (pasta), shared by its runs" +
+                                  (shared_because.empty() ? std::string() : ": " + shared_because);
+            if (!shared_because.empty()) {
+              spdlog::warn("the runs of the Python {} zygote share its network namespace (they can reach each "
+                           "other over loopback): {}",
+                           self->launch_.interpreter.version, shared_because);
+            }
+          }
         } else {
           self->network_note_ = "host network: " + error;
           spdlog::warn("the Python {} zygote shares the host's network (its runs reach the host's loopback "
@@ -393,6 +421,8 @@ void ZygoteProcess::on_control() {
         spdlog::info("zygote for Python {} ready (RSS {} MiB)", python_version_, rss_bytes_ >> 20);
         if (on_state_) on_state_(State::ready, "");
       }
+    } else if (const auto* spare = std::get_if<zygote::SpareMessage>(&got.message)) {
+      link_spare(*spare, got.fds.empty() ? UniqueFd() : std::move(got.fds.front()));
     } else if (const auto* started = std::get_if<zygote::StartedMessage>(&got.message)) {
       auto it = runs_.find(started->run_id);
       UniqueFd pidfd = got.fds.empty() ? UniqueFd() : std::move(got.fds.front());
@@ -527,6 +557,35 @@ bool ZygoteProcess::run(std::uint64_t run_id, std::uint32_t timeout_seconds, std
   return true;
 }
 
+void ZygoteProcess::send(zygote::Message message, std::vector<int> fds) {
+  outbox_.push_back({std::move(message), std::move(fds)});
+  flush_outbox();
+}
+
+void ZygoteProcess::link_spare(const zygote::SpareMessage& spare, UniqueFd pidfd) {
+  const std::int32_t pid = spare.pid;
+  if (!network_ || !network_->routes_runs() || !pidfd || !launch_.run_network_work) {
+    send(zygote::SpareLinkedMessage{pid, 0, pidfd ? "this zygote's network does not route runs" : "SPARE without its pidfd"});
+    return;
+  }
+  // On the network thread; the answer goes out on the event loop (if the zygote still lives).
+  auto self = shared_from_this();
+  auto job = std::make_shared<UniqueFd>(std::move(pidfd));
+  launch_.run_network_work([self, network = network_, job, pid] {
+    std::string error;
+    try {
+      network->attach_run(job->get());
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    job->reset();
+    asio::post(self->io_, [self, pid, error = std::move(error)] {
+      if (self->state_ != State::starting && self->state_ != State::ready) return;
+      self->send(zygote::SpareLinkedMessage{pid, error.empty() ? 1u : 0u, error});
+    });
+  });
+}
+
 void ZygoteProcess::flush_outbox() {
   while (!outbox_.empty() && !writing_ && control_.is_open()) {
     Outgoing& out = outbox_.front();
@@ -540,10 +599,14 @@ void ZygoteProcess::flush_outbox() {
       });
       return;
     }
-    const std::uint64_t id = out.message.run_id;
+    const auto* sent_run = std::get_if<zygote::RunMessage>(&out.message);
+    const bool is_run = sent_run != nullptr;
+    const std::uint64_t id = is_run ? sent_run->run_id : 0;
     for (int fd : out.fds) ::close(fd);
     outbox_.erase(outbox_.begin());
-    if (err != 0) {
+    if (err != 0 && !is_run) {
+      spdlog::warn("zygote[{}]: cannot send a control message: {}", launch_.interpreter.major_minor, std::strerror(err));
+    } else if (err != 0) {
       auto it = runs_.find(id);
       if (it != runs_.end()) {
         RunCallbacks callbacks = std::move(it->second);

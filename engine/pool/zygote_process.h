@@ -33,13 +33,16 @@ namespace engine {
 // network of its own, sandbox/user_network.h): native backend, server root and pasta found.
 // `description` is what check_environment and the start-up log say; `pasta` the program found
 // (only when user_mode).
+// `per_run`: nft found too, so each run gets a namespace of its own linked into its zygote's
+// (sandbox/run_network.h); else a zygote's runs share its namespace.
 struct RunNetwork {
   bool user_mode = false;
   std::string description;
   std::string pasta;
+  bool per_run = false;
 };
 RunNetwork plan_run_network(sandbox::Backend backend, bool network_on, bool root,
-                            const std::optional<std::string>& pasta);
+                            const std::optional<std::string>& pasta, const std::optional<std::string>& nft);
 
 struct ZygoteLaunch {
   Interpreter interpreter;
@@ -65,9 +68,18 @@ struct ZygoteLaunch {
   // it forks) is started inside a network namespace of its own behind pasta, set up before the
   // zygote is spawned and killed once it is reaped. "" = the host's network.
   std::string pasta_path;
+  // With pasta_path: give each run a network namespace of its own, linked into the zygote's
+  // (sandbox/run_network.h), when the zygote's network can route them (nft); else its runs
+  // share the zygote's namespace (said in network()).
+  bool network_per_run = false;
+  // Set by ZygoteProcess once its network routes runs: the zygote is told --network routed.
+  bool runs_routed = false;
   // Runs blocking work (the user-mode network's start and end) off the event loop, on a thread
   // that outlives the zygote (pasta dies with that thread).
   std::function<void(std::function<void()>)> run_blocking;
+  // Links each spare's network (netlink, about a millisecond) on a thread of its own, so that a
+  // spare is never linked behind a slow probe.
+  std::function<void(std::function<void()>)> run_network_work;
 };
 
 // The argv and environment a zygote is started with (exposed for tests and diagnostics). The
@@ -113,8 +125,9 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   std::chrono::steady_clock::time_point last_used() const { return last_used_; }
   const std::string& warnings() const { return warnings_; }
   const std::string& failure() const { return failure_; }
-  // With a planned user-mode network: "own namespace (pasta)", or why this zygote shares the
-  // host's network after all (pasta failed). "" when none was planned.
+  // With a planned user-mode network: "own namespace (pasta), a namespace per run", "own
+  // namespace (pasta), shared by its runs: <why>", or why this zygote shares the host's
+  // network after all (pasta failed). "" when none was planned.
   const std::string& network() const { return network_note_; }
 
  private:
@@ -129,6 +142,8 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   void lose(const std::string& reason);
   void flush_outbox();
   void notify_reaped();
+  void link_spare(const zygote::SpareMessage& spare, sandbox::UniqueFd pidfd);
+  void send(zygote::Message message, std::vector<int> fds = {});
 
   asio::io_context& io_;
   ZygoteLaunch launch_;
@@ -154,7 +169,7 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   std::string failure_;
   std::map<std::uint64_t, RunCallbacks> runs_;
   struct Outgoing {
-    zygote::RunMessage message;
+    zygote::Message message;
     std::vector<int> fds;  // owned until sent
   };
   std::vector<Outgoing> outbox_;

@@ -4,6 +4,9 @@
 //
 // Per run (native backend):
 //   zygote --clone(new user/pid/mount/ipc/uts/cgroup[/net] namespaces)--> init (pid 1)
+//     (--network routed: a network namespace per run, which the server links into the zygote's
+//     user-mode network while the run is a spare: SPARE, then SPARE_LINKED; only a linked spare
+//     takes a run, and a run that finds none waits for one)
 //     init: id maps, mounts; fork --> script process: identity, landlock scoping, cgroup join,
 //           rlimits, seccomp, runner stub (the script); init then only reaps and reports the
 //           script's status through a per-run status pipe, so a script dying of a signal is
@@ -76,6 +79,7 @@ struct Options {
   std::string prefix;      // sys.prefix when it differs from the home (a venv)
   bool isolate = true;     // native and docker backends
   bool network = true;
+  bool routed = false;  // --network routed: network on, a namespace per run linked by the server
   sandbox::Limits limits;
   sandbox::RlimitFallbacks fallbacks;
   unsigned spares = 2;  // run children prepared ahead of their runs
@@ -109,7 +113,7 @@ void log(const std::string& text) {
 [[noreturn]] void usage(const std::string& problem) {
   log(problem);
   log("usage: mcp-python-exec-sandbox-zygote (--libpython PATH | --spawn-executable PATH) --home PREFIX [--executable PATH] "
-      "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--max-value-bytes N] [--max-images N] [--backend native|docker|none] [--network on|off] "
+      "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--max-value-bytes N] [--max-images N] [--backend native|docker|none] [--network on|off|routed] "
       "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
       "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
       "[--connect SOCKET] (control socket on fd 3, or connected to SOCKET; started by mcp-python-exec-sandbox)");
@@ -143,7 +147,11 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--max-value-bytes") o.max_value_bytes = number(flag, value);
     else if (flag == "--max-images") o.max_images = static_cast<unsigned>(std::min<std::uint64_t>(64, number(flag, value)));
     else if (flag == "--backend") o.isolate = value != "none";
-    else if (flag == "--network") o.network = value != "off";
+    else if (flag == "--network") {
+      if (value != "on" && value != "off" && value != "routed") usage("--network is on, off or routed");
+      o.network = value != "off";
+      o.routed = value == "routed";
+    }
     else if (flag == "--tmpfs-bytes") o.limits.tmpfs_bytes = number(flag, value);
     else if (flag == "--memory-bytes") o.limits.memory_bytes = number(flag, value);
     else if (flag == "--max-processes") o.limits.max_processes = static_cast<std::uint32_t>(number(flag, value));
@@ -260,6 +268,12 @@ class Zygote {
     UniqueFd handoff;      // our end of the hand-off socket
     UniqueFd status;       // read end of the run's status pipe
     std::string work_dir;  // none backend
+    bool linked = true;    // --network routed: false until the server has linked its network
+  };
+  // A run that found no linked spare (--network routed), until one is.
+  struct Pending {
+    z::RunMessage run;
+    std::vector<UniqueFd> fds;
   };
 
   bool boot_interpreter(int report_fd, std::string& warnings);
@@ -275,6 +289,13 @@ class Zygote {
   bool create_spare();
   void top_up_spares();
   void handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds);
+  // Hands the run to the oldest linked spare; false when there is none (the run is not taken).
+  bool dispatch(const z::RunMessage& run, std::vector<UniqueFd>& fds);
+  void handle_spare_linked(const z::SpareLinkedMessage& linked);
+  // --network routed: the oldest waiting run is refused with `reason` (its spare failed), and a
+  // spare is made for the others if none is coming.
+  void refuse_pending(const std::string& reason);
+  void dispatch_pending();
   void reap();
   void read_status(Child& child);
   void send_exited(Child& child, z::ExitedMessage exited);
@@ -302,6 +323,7 @@ class Zygote {
   // preparing waits for it, so back-to-back runs need more than one in the pipeline.
   std::deque<Spare> spares_;
   std::map<pid_t, Spare> abandoned_;  // spares that died before taking their run
+  std::deque<Pending> pending_;       // --network routed: runs waiting for a linked spare
   std::string spare_error_;
   sandbox::ChildSpec base_spec_;
   unsigned spares_wanted_ = 2;
@@ -352,7 +374,7 @@ int Zygote::start() {
   }
 
   base_spec_.isolate = options_.isolate;
-  base_spec_.network = options_.network;
+  base_spec_.own_network = !options_.network || options_.routed;
   base_spec_.outside_uid = ::getuid();
   base_spec_.outside_gid = ::getgid();
   base_spec_.mounts.tmpfs_bytes = options_.limits.tmpfs_bytes;
@@ -547,6 +569,8 @@ void Zygote::handle_control() {
       case z::Received::Status::message:
         if (const auto* run = std::get_if<z::RunMessage>(&got.message)) {
           handle_run(*run, std::move(got.fds));
+        } else if (const auto* linked = std::get_if<z::SpareLinkedMessage>(&got.message)) {
+          handle_spare_linked(*linked);
         } else {
           log("unexpected control message ignored");
         }
@@ -600,12 +624,17 @@ bool Zygote::create_spare() {
   if (py_) py_->PyOS_BeforeFork();
   int pidfd = -1;
   const pid_t pid = options_.isolate
-                        ? sandbox::clone_into(sandbox::run_namespace_flags(options_.network), &pidfd)
+                        ? sandbox::clone_into(sandbox::run_namespace_flags(base_spec_.own_network), &pidfd)
                         : ::fork();
   if (pid == 0) {
     try {
       sandbox::arrange_fds(wanted);
     } catch (const std::exception& e) {
+      // Before fd 4 is the status pipe: told through the pipe's own fd (reap_spare reads it).
+      StatusRecord record;
+      record.kind = StatusRecord::setup_failed;
+      std::snprintf(record.text, sizeof record.text, "%s", e.what());
+      [[maybe_unused]] const ssize_t n = ::write(status_wr.get(), &record, sizeof record);
       log(std::string("run setup: ") + e.what());
       ::_exit(kSetupFailedExit);
     }
@@ -628,6 +657,14 @@ bool Zygote::create_spare() {
   spare.handoff = std::move(handoff);
   spare.status = std::move(status_rd);
   spare.work_dir = work_dir;
+  if (options_.routed) {
+    // The server links its network; until it says so, the spare takes no run.
+    spare.linked = false;
+    const int attached[] = {spare.pidfd.get()};
+    if (const int err = z::send_message(z::kControlFd, z::SpareMessage{pid}, attached); err != 0 && err != EPIPE) {
+      log(std::string("cannot send SPARE: ") + std::strerror(err));
+    }
+  }
   spares_.push_back(std::move(spare));
   return true;
 }
@@ -647,16 +684,29 @@ void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
     refuse(run.run_id, "sessions need an interpreter with a shared libpython (this one is run by the spawn path)");
     return;
   }
+  // Runs keep their order: one arriving while others wait for a linked spare waits behind them.
+  if (pending_.empty() && dispatch(run, fds)) return;
+  if (!options_.routed) {
+    refuse(run.run_id, spare_error_.empty() ? "the run's child died before it could start (see the zygote's log)"
+                                            : spare_error_);
+    return;
+  }
+  pending_.push_back({run, std::move(fds)});
+  // A spare for it, unless one is already on its way.
+  const bool coming = std::any_of(spares_.begin(), spares_.end(), [](const Spare& s) { return !s.linked; });
+  if (!coming && !create_spare()) refuse_pending(spare_error_);
+}
+
+bool Zygote::dispatch(const z::RunMessage& run, std::vector<UniqueFd>& fds) {
   std::vector<int> raw;
   for (const auto& fd : fds) raw.push_back(fd.get());
   // A spare prepared ahead takes the run; if it died meanwhile, a fresh one does.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (spares_.empty() && !create_spare()) {
-      refuse(run.run_id, spare_error_);
-      return;
-    }
-    Spare spare = std::move(spares_.front());
-    spares_.pop_front();
+    if (spares_.empty() && !create_spare()) return false;
+    const auto ready = std::find_if(spares_.begin(), spares_.end(), [](const Spare& s) { return s.linked; });
+    if (ready == spares_.end()) return false;
+    Spare spare = std::move(*ready);
+    spares_.erase(ready);
     if (z::send_message(spare.handoff.get(), run, raw) != 0) {
       abandoned_.emplace(spare.pid, std::move(spare));  // reaped (and logged) when it exits
       continue;
@@ -679,9 +729,45 @@ void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
     // the run just started (and delays its EXITED if it ends meanwhile); otherwise the spares are
     // topped up once this run's EXITED is sent.
     if (spares_.empty() && spares_wanted_ > 0) create_spare();
+    return true;
+  }
+  spare_error_ = "the run's child died before it could start (see the zygote's log)";
+  return false;
+}
+
+void Zygote::handle_spare_linked(const z::SpareLinkedMessage& linked) {
+  const auto it = std::find_if(spares_.begin(), spares_.end(), [&](const Spare& s) { return s.pid == linked.pid; });
+  if (it == spares_.end()) return;  // died meanwhile (reap_spare dealt with it)
+  if (linked.ok != 0) {
+    it->linked = true;
+    dispatch_pending();
     return;
   }
-  refuse(run.run_id, "the run's child died before it could start (see the zygote's log)");
+  spare_error_ = "the run's network could not be set up: " + linked.reason;
+  log(spare_error_);
+  Spare spare = std::move(*it);
+  spares_.erase(it);
+  spare.handoff.reset();  // its script process sees EOF and leaves
+  ::kill(spare.pid, SIGKILL);
+  abandoned_.emplace(spare.pid, std::move(spare));
+  if (!pending_.empty()) refuse_pending(spare_error_);
+}
+
+void Zygote::dispatch_pending() {
+  while (!pending_.empty()) {
+    Pending& next = pending_.front();
+    if (!dispatch(next.run, next.fds)) return;
+    pending_.pop_front();
+  }
+}
+
+void Zygote::refuse_pending(const std::string& reason) {
+  if (pending_.empty()) return;
+  refuse(pending_.front().run.run_id, reason);
+  pending_.pop_front();
+  if (pending_.empty()) return;
+  const bool coming = std::any_of(spares_.begin(), spares_.end(), [](const Spare& s) { return !s.linked; });
+  if (!coming && !create_spare()) refuse_pending(spare_error_);
 }
 
 void Zygote::run_init(const sandbox::ChildSpec& spec) {
@@ -925,7 +1011,8 @@ void Zygote::send_exited(Child& child, z::ExitedMessage exited) {
 bool Zygote::reap_spare(pid_t pid, int status) {
   Spare spare;
   const auto waiting = std::find_if(spares_.begin(), spares_.end(), [pid](const Spare& s) { return s.pid == pid; });
-  if (waiting != spares_.end()) {
+  const bool was_waiting = waiting != spares_.end();
+  if (was_waiting) {
     spare = std::move(*waiting);
     spares_.erase(waiting);
   } else if (auto it = abandoned_.find(pid); it != abandoned_.end()) {
@@ -942,15 +1029,23 @@ bool Zygote::reap_spare(pid_t pid, int status) {
     record.text[sizeof record.text - 1] = '\0';
     if (record.kind == StatusRecord::setup_failed) why = record.text;
   }
-  if (!stopping_) log("a prepared run child died before its run: " + why);
-  spare_error_ = "the run's sandbox could not be set up: " + why;
   if (!options_.isolate && !spare.work_dir.empty()) {
     ::nftw(spare.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   }
+  if (stopping_) return true;
+  log("a prepared run child died before its run: " + why);
+  // An abandoned spare's end says nothing new (it failed to take its run, or its network failed).
+  if (!was_waiting) return true;
+  spare_error_ = "the run's sandbox could not be set up: " + why;
+  // Runs waiting for a linked spare (--network routed): unless another is on its way, the oldest
+  // is refused with this reason and a new spare is made for the rest.
+  const bool coming = std::any_of(spares_.begin(), spares_.end(), [](const Spare& s) { return !s.linked; });
+  if (!pending_.empty() && !coming) refuse_pending(spare_error_);
   return true;
 }
 
 void Zygote::kill_all_children() {
+  pending_.clear();  // the server answers them (it is gone or stopping)
   for (const auto& [pid, child] : children_) ::kill(pid, SIGKILL);
   for (auto& spare : spares_) {
     spare.handoff.reset();  // its script process sees EOF and leaves

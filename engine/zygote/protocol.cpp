@@ -15,7 +15,8 @@ constexpr std::size_t kMaxStringBytes = 1024;
 
 enum class Type : std::uint32_t {
   ready = 1, run = 2, started = 3, exited = 4, refused = 5,
-  step = 6, step_started = 7, step_exited = 8, holder_ready = 9, prepare = 10
+  step = 6, step_started = 7, step_exited = 8, holder_ready = 9, prepare = 10,
+  spare = 11, spare_linked = 12
 };
 
 class Writer {
@@ -133,6 +134,14 @@ std::vector<std::uint8_t> encode(const Message& message) {
   } else if (const auto* pr = std::get_if<PrepareMessage>(&message)) {
     header(w, Type::prepare);
     w.put(pr->reserved);
+  } else if (const auto* sp = std::get_if<SpareMessage>(&message)) {
+    header(w, Type::spare);
+    w.put(sp->pid);
+  } else if (const auto* sl = std::get_if<SpareLinkedMessage>(&message)) {
+    header(w, Type::spare_linked);
+    w.put(sl->pid);
+    w.put(sl->ok);
+    w.put(sl->reason);
   }
   return w.take();
 }
@@ -216,6 +225,18 @@ bool decode(std::span<const std::uint8_t> bytes, Message& out, std::string& erro
       PrepareMessage m;
       ok = r.get(m.reserved);
       out = m;
+      break;
+    }
+    case Type::spare: {
+      SpareMessage m;
+      ok = r.get(m.pid);
+      out = m;
+      break;
+    }
+    case Type::spare_linked: {
+      SpareLinkedMessage m;
+      ok = r.get(m.pid) && r.get(m.ok) && r.get(m.reason);
+      out = std::move(m);
       break;
     }
     default:

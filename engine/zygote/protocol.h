@@ -7,6 +7,11 @@
 //   zygote -> server  STARTED  + fd {pidfd of the run's child}
 //   zygote -> server  EXITED   wait status + rusage of the run's process tree
 //   zygote -> server  REFUSED  the zygote could not fork this run (reason)
+// With a network per run (--network routed: each run in a network namespace of its own, which the
+// server links into the zygote's user-mode network, sandbox/run_network.h):
+//   zygote -> server  SPARE         + fd {pidfd of a new spare's init}: link its namespace
+//   server -> zygote  SPARE_LINKED  that spare's network is ready (or why it is not); only a
+//                                   linked spare takes a run
 // A session (engine/sessions/) is a run whose RUN carries kRunFlagSession: its process does not
 // run a script but becomes the session's root interpreter, talking to the server over the socket
 // attached to RUN (engine/zygote/session_holder.h). On that socket, between the server and each
@@ -92,6 +97,16 @@ struct RefusedMessage {
   std::string reason;
 };
 
+struct SpareMessage {
+  std::int32_t pid = 0;  // the spare's init, in the zygote's pid namespace (names the spare)
+};
+
+struct SpareLinkedMessage {
+  std::int32_t pid = 0;
+  std::uint32_t ok = 0;  // 1: linked; 0: not (reason), and the spare must not take a run
+  std::string reason;
+};
+
 // --- On a session's control sockets (server <-> holder processes) ---
 
 // Step flags.
@@ -139,7 +154,7 @@ struct PrepareMessage {
 
 using Message = std::variant<ReadyMessage, RunMessage, StartedMessage, ExitedMessage, RefusedMessage,
                              StepMessage, StepStartedMessage, StepExitedMessage, HolderReadyMessage,
-                             PrepareMessage>;
+                             PrepareMessage, SpareMessage, SpareLinkedMessage>;
 
 std::vector<std::uint8_t> encode(const Message& message);
 // Rejects unknown types, truncated or oversized payloads and trailing bytes; `error` says which.

@@ -116,6 +116,18 @@ TEST_CASE("every message type survives encode/decode", "[zygote-protocol]") {
   SECTION("prepare") {
     CHECK(std::holds_alternative<z::PrepareMessage>(roundtrip(z::PrepareMessage{})));
   }
+  SECTION("spare") {
+    CHECK(std::get<z::SpareMessage>(roundtrip(z::SpareMessage{77})).pid == 77);
+  }
+  SECTION("spare linked") {
+    const auto ok = std::get<z::SpareLinkedMessage>(roundtrip(z::SpareLinkedMessage{8, 1, ""}));
+    CHECK(ok.pid == 8);
+    CHECK(ok.ok == 1);
+    const auto failed = std::get<z::SpareLinkedMessage>(roundtrip(z::SpareLinkedMessage{9, 0, "no veth"}));
+    CHECK(failed.pid == 9);
+    CHECK(failed.ok == 0);
+    CHECK(failed.reason == "no veth");
+  }
 }
 
 TEST_CASE("the fds a run or a step carries depend on its flags", "[zygote-protocol]") {
