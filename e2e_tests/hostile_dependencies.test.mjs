@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { connect, textOf } from './lib/client.mjs';
 import { PYTHON, writePackages } from './lib/wheelhouse.mjs';
-import { findUv, envWithUv, uvUnavailable } from './lib/tools.mjs';
+import { findUv, envWithUv, uvUnavailable, userEnv } from './lib/tools.mjs';
 import { startAbstractListener } from './lib/abstract_socket.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -264,6 +264,93 @@ describe('the installer network', { skip: process.getuid() !== 0 && 'a user-mode
     assert.match(m[1], /abstract=Connection_refused/);
     assert.doesNotMatch(m[1], /metadata=reached/);
     assert.match(m[1], /internet=reached/);
+  });
+});
+
+// --network off: the installer front-end (uv) still fetches from the index, but a build from
+// source runs with no network at all, as root and unprivileged (its interpreter is a stand-in
+// that takes the network away, engine/environments/build_python.h). The backend tries the host's
+// loopback, an address outside, UDP, an abstract socket, and whether a child it starts fares better.
+const NO_NETWORK_BACKEND = String.raw`
+import socket, subprocess, sys
+out = []
+def attempt(name, connect):
+    try:
+        connect()
+        out.append(name + "=reached")
+    except OSError as e:
+        out.append(name + "=" + (e.strerror or type(e).__name__).replace(" ", "_"))
+def abstract():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(3)
+    s.connect(b"\0" + ABSTRACT.encode())
+def udp():
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.1", 53))
+attempt("loopback", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3))
+attempt("outside", lambda: socket.create_connection(("192.0.2.1", 443), timeout=5))
+attempt("udp", udp)
+attempt("abstract", abstract)
+child = subprocess.run([sys.executable, "-c", "import socket; socket.create_connection(('127.0.0.1', %d), timeout=3)" % PORT],
+                       capture_output=True, text=True)
+out.append("child=" + ("reached" if child.returncode == 0 else child.stderr.strip().splitlines()[-1].split(": ", 1)[-1].replace(" ", "_")))
+raise RuntimeError("HOSTILE_" + "RESULT " + " ".join(out))
+`;
+
+describe('--network off: builds have no network, the front-end still fetches', () => {
+  const uv = findUv();
+  const skip = !uv && `SKIPPED: ${uvUnavailable}`;
+  let conn;
+  let cache;
+  let offWheels;
+  let tcp;
+  let abstractServer;
+  let arrivals = 0;
+  before(async () => {
+    if (skip) return;
+    tcp = net.createServer((c) => { arrivals += 1; c.end('host loopback\n'); });
+    await new Promise((resolve) => tcp.listen({ host: '127.0.0.1', port: 0 }, resolve));
+    const abstractName = `mpes-hostile-off-${process.pid}`;
+    abstractServer = await startAbstractListener(PYTHON, abstractName);
+    offWheels = tempDir('mpes-e2e-hostile-off-');
+    const backend = `PORT = ${tcp.address().port}\nABSTRACT = ${JSON.stringify(abstractName)}\n${NO_NETWORK_BACKEND}`;
+    writePackages(offWheels, [{ name: 'mpes_h_nonet', version: '1.0', sdist_backend: backend }]);
+    cache = tempDir('mpes-e2e-hostile-cache-', path.join(os.homedir(), '.cache'));
+    // Not --offline: the installer has the index (the user's configuration) and --find-links.
+    conn = await connect(['--network', 'off', '--find-links', offWheels, '--cache-dir', cache, '--log-level', 'info'],
+      { env: userEnv(envWithUv(uv)) });
+  });
+  after(async () => {
+    await conn?.client.close();
+    tcp?.close();
+    abstractServer?.kill('SIGKILL');
+    if (cache) fs.rmSync(cache, { recursive: true, force: true });
+    if (offWheels) fs.rmSync(offWheels, { recursive: true, force: true });
+  });
+
+  test('a build reaches nothing: not the host loopback, not outside, not UDP, not abstract sockets, nor its child', { skip }, async () => {
+    const result = await conn.client.callTool(
+      { name: 'execute_python', arguments: { script: 'print("ran")\n', dependencies: ['mpes_h_nonet'], timeout_seconds: 120 } },
+      undefined, { timeout: 180000 },
+    );
+    const text = textOf(result);
+    const m = text.match(/HOSTILE_RESULT ([^\n]*)/);
+    assert.ok(m, text);
+    for (const name of ['loopback', 'outside', 'udp', 'child']) {
+      assert.match(m[1], new RegExp(`${name}=\\S*Permission_denied`), text);
+    }
+    assert.doesNotMatch(m[1], /abstract=reached/, text);
+    assert.equal(arrivals, 0, 'the host loopback listener saw a connection');
+  });
+
+  test('a wheel from the index still installs (the front-end fetches) and runs with no network', { skip, timeout: 600000 }, async () => {
+    const result = await conn.client.callTool(
+      { name: 'execute_python', arguments: {
+        script: 'import six, socket\nprint(six.__name__)\ntry:\n    socket.create_connection(("192.0.2.1", 443), timeout=3)\n    print("reached")\nexcept OSError as e:\n    print("no network")\n',
+        dependencies: ['six'], timeout_seconds: 300 } },
+      undefined, { timeout: 600000, resetTimeoutOnProgress: true },
+    );
+    const text = textOf(result);
+    assert.equal(result.structuredContent?.stdout, 'six\nno network\n', text);
   });
 });
 

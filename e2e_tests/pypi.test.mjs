@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { connect, textOf } from './lib/client.mjs';
-import { findUv, envWithUv, uvUnavailable } from './lib/tools.mjs';
+import { findUv, envWithUv, uvUnavailable, userEnv } from './lib/tools.mjs';
 
 const uv = findUv();
 const LONG = process.env.MPES_E2E_PYPI_LONG === '1';
@@ -26,25 +26,6 @@ function tempDir(prefix, parent) {
 
 // Where the default cache lives (~/.cache), not /tmp, which every run replaces with its own.
 const cacheRoot = path.join(os.homedir(), '.cache');
-
-// How this user's uv trusts the index's certificate: their environment (SSL_CERT_FILE,
-// UV_NATIVE_TLS, UV_SYSTEM_CERTS) or their uv.toml, passed through as it is. A user with none of
-// these (a bare `env -i` login) whose CA is in the system store writes `native-tls = true` into
-// their uv.toml; so does this file then, into a configuration directory of its own.
-function userEnv(base) {
-  const env = { ...base };
-  const home = env.XDG_CONFIG_HOME ?? path.join(os.homedir(), '.config');
-  const hasTls = env.SSL_CERT_FILE || env.UV_NATIVE_TLS || env.UV_SYSTEM_CERTS ||
-    fs.existsSync(path.join(home, 'uv', 'uv.toml'));
-  if (!hasTls) {
-    const config = tempDir('mpes-e2e-uvconfig-', cacheRoot);
-    fs.mkdirSync(path.join(config, 'uv'));
-    fs.writeFileSync(path.join(config, 'uv', 'uv.toml'), 'native-tls = true\n');
-    process.on('exit', () => fs.rmSync(config, { recursive: true, force: true }));
-    env.XDG_CONFIG_HOME = config;
-  }
-  return env;
-}
 
 async function run(client, script, dependencies = [], extra = {}) {
   const result = await client.callTool(

@@ -16,7 +16,8 @@
 namespace engine {
 namespace {
 
-std::string default_zygote_path() {
+// A program shipped beside the server's executable (the zygote, the builds' stand-in).
+std::string beside_server(const char* name) {
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return name;
@@ -81,7 +82,10 @@ Core::Core(asio::io_context& io, EngineConfig config)
       sessions_(io_, Sessions::Config{config_.max_sessions, config_.session_idle_seconds, config_.session_snapshots,
                                       SessionSandbox::Config{&startup_.cgroups(), config_.policy.limits,
                                                              cgroup_worker_.get_executor()}}) {
-  if (config_.zygote_path.empty()) config_.zygote_path = default_zygote_path();
+  if (config_.zygote_path.empty()) config_.zygote_path = beside_server("mcp-python-exec-sandbox-zygote");
+  if (config_.build_python_path.empty()) {
+    config_.build_python_path = beside_server("mcp-python-exec-sandbox-build-python");
+  }
   run_network_ = plan_run_network(config_.policy.backend, config_.policy.network, ::geteuid() == 0,
                                   sandbox::UserNetwork::find_pasta(), sandbox::UserNetwork::find_nft());
   if (config_.policy.network && config_.policy.backend == sandbox::Backend::native) {
@@ -106,11 +110,11 @@ Core::Core(asio::io_context& io, EngineConfig config)
 Core::~Core() {
   worker_.join();
   cgroup_worker_.join();
+  network_worker_.join();
 }
 
 void Core::start_warmup() {
   warm_ = true;
-  network_worker_.join();
   startup_.begin(true);
 }
 

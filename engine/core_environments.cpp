@@ -46,6 +46,8 @@ EnvironmentsConfig environments_config(const EngineConfig& config, const std::sh
   c.installer.index = config.index;
   c.installer.sandboxed = config.policy.backend != sandbox::Backend::none;
   c.installer.limits = config.policy.limits;
+  c.installer.builds_without_network = !config.policy.network;
+  c.installer.build_python_path = config.build_python_path;
   return c;
 }
 
@@ -159,10 +161,10 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, 
   if (run_network_.user_mode) {
     launch.pasta_path = run_network_.pasta;
     launch.run_blocking = [this](std::function<void()> work) { asio::post(worker_, std::move(work)); };
-  }
-  return pool_.get_or_start(zygote_key(interpreter, env), launch, std::move(lease));
     launch.network_per_run = run_network_.per_run;
     launch.run_network_work = [this](std::function<void()> work) { asio::post(network_worker_, std::move(work)); };
+  }
+  return pool_.get_or_start(zygote_key(interpreter, env), launch, std::move(lease));
 }
 
 }  // namespace engine

@@ -34,6 +34,7 @@ struct EngineConfig {
   unsigned max_images = 4;
   IndexOptions index;
   std::string zygote_path;                      // empty = next to the server executable
+  std::string build_python_path;                // the builds' stand-in (build_python.h); empty = likewise
   // Sessions (engine/sessions/) and files.
   unsigned max_sessions = 8;                    // --max-sessions
   unsigned session_idle_seconds = 900;          // --session-idle-seconds

@@ -84,4 +84,22 @@ void apply_run_scoping(std::uint64_t scoped) {
   }
 }
 
+bool apply_no_network_domain(const LandlockProbe& probe) {
+  if (probe.abi < kFirstNetworkAbi) return false;
+  RulesetAttr attr;
+  attr.handled_access_net = kNetBindTcp | kNetConnectTcp;  // and no rule allows any port
+  if (probe.abi >= kFirstScopingAbi) attr.scoped = kScopeAbstractUnixSocket | kScopeSignal;
+  // An ABI 4-5 kernel rejects a struct that sets `scoped`; its size is fine when zero.
+  UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U)));
+  if (!ruleset) {
+    throw SetupError(std::string("sandbox: landlock_create_ruleset (a build without network) failed: ") +
+                     std::strerror(errno));
+  }
+  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0U) != 0) {
+    throw SetupError(std::string("sandbox: landlock_restrict_self (a build without network) failed: ") +
+                     std::strerror(errno) + " (it needs no_new_privs)");
+  }
+  return true;
+}
+
 }  // namespace sandbox

@@ -17,6 +17,10 @@ namespace sandbox {
 inline constexpr std::uint64_t kScopeAbstractUnixSocket = 1ULL << 0;
 inline constexpr std::uint64_t kScopeSignal = 1ULL << 1;
 inline constexpr int kFirstScopingAbi = 6;
+// LANDLOCK_ACCESS_NET_* (ABI >= 4, Linux 6.7).
+inline constexpr std::uint64_t kNetBindTcp = 1ULL << 0;
+inline constexpr std::uint64_t kNetConnectTcp = 1ULL << 1;
+inline constexpr int kFirstNetworkAbi = 4;
 
 // What the kernel answered to landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION).
 struct LandlockProbe {
@@ -36,5 +40,12 @@ RunScoping plan_run_scoping(bool isolate, const LandlockProbe& probe);
 // In the run's process, after no_new_privs (drop_identity): makes it (and every process it
 // starts) a new Landlock domain with `scoped`. Nothing when scoped == 0. Throws SetupError.
 void apply_run_scoping(std::uint64_t scoped);
+
+// The Landlock domain of a build from source with --network off (engine/environments/
+// build_python.h), after no_new_privs: no TCP bind or connect (ABI >= 4), and where the kernel
+// scopes (ABI >= 6) no abstract unix socket or signal outside the build. Any domain also keeps
+// the build from ptrace-class access (/proc/PID/mem) to the installer that started it, which is
+// outside the domain. Returns false, doing nothing, below ABI 4. Throws SetupError.
+bool apply_no_network_domain(const LandlockProbe& probe);
 
 }  // namespace sandbox

@@ -68,7 +68,50 @@ void add(void* ctx, std::uint32_t action, int nr, const char* what,
 
 int resolve(const char* name) { return seccomp_syscall_resolve_name(name); }
 
+// The compiled program of `c` as a struct sock_filter array, through a memfd (libseccomp 2.5
+// has no in-memory export).
+std::vector<std::uint8_t> export_bpf(void* c) {
+  UniqueFd mem(static_cast<int>(syscall(SYS_memfd_create, "mpes-seccomp", MFD_CLOEXEC)));
+  if (!mem) fail("memfd_create", errno);
+  if (int rc = seccomp_export_bpf(c, mem.get()); rc != 0) fail("exporting the BPF program", rc);
+  struct stat st {};
+  if (fstat(mem.get(), &st) != 0) fail("fstat of the exported program", errno);
+  std::vector<std::uint8_t> bpf(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < bpf.size()) {
+    const ssize_t n = pread(mem.get(), bpf.data() + got, bpf.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("reading the exported program", n < 0 ? errno : EIO);
+    got += static_cast<std::size_t>(n);
+  }
+  if (bpf.empty() || bpf.size() % sizeof(sock_filter) != 0) {
+    throw SetupError("sandbox: seccomp filter: libseccomp exported a malformed program");
+  }
+  return bpf;
+}
+
 }  // namespace
+
+SeccompProgram SeccompProgram::export_program(void* c) {
+  SeccompProgram program;
+  program.bpf_ = export_bpf(c);
+  return program;
+}
+
+SeccompProgram SeccompProgram::compile_no_network() {
+  Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) throw SetupError("sandbox: seccomp_init failed (is libseccomp usable here?)");
+  void* c = ctx.get();
+  if (int rc = seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc != 0) {
+    fail("setting the bad-architecture action", rc);
+  }
+  // Every family but AF_UNIX (socketpair makes AF_UNIX sockets only), compared on all 64 bits:
+  // a domain with high bits set is refused too. EACCES: socket(2)'s "not permitted to create a
+  // socket of this type", which Python raises as PermissionError.
+  add(c, SCMP_ACT_ERRNO(EACCES), resolve("socket"), "socket",
+      {SCMP_A0(SCMP_CMP_NE, static_cast<std::uint64_t>(AF_UNIX))});
+  return export_program(c);
+}
 
 SeccompProgram SeccompProgram::compile(const Policy& /*policy*/) {
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
@@ -137,26 +180,7 @@ SeccompProgram SeccompProgram::compile(const Policy& /*policy*/) {
     add(c, SCMP_ACT_ERRNO(ENOSYS), nr, "a syscall unknown to libseccomp");
   }
 
-  // Export the compiled program through a memfd (libseccomp 2.5 has no in-memory export).
-  UniqueFd mem(static_cast<int>(syscall(SYS_memfd_create, "mpes-seccomp", MFD_CLOEXEC)));
-  if (!mem) fail("memfd_create", errno);
-  if (int rc = seccomp_export_bpf(c, mem.get()); rc != 0) fail("exporting the BPF program", rc);
-  struct stat st {};
-  if (fstat(mem.get(), &st) != 0) fail("fstat of the exported program", errno);
-  SeccompProgram program;
-  program.bpf_.resize(static_cast<std::size_t>(st.st_size));
-  std::size_t got = 0;
-  while (got < program.bpf_.size()) {
-    const ssize_t n = pread(mem.get(), program.bpf_.data() + got, program.bpf_.size() - got,
-                            static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("reading the exported program", n < 0 ? errno : EIO);
-    got += static_cast<std::size_t>(n);
-  }
-  if (program.bpf_.empty() || program.bpf_.size() % sizeof(sock_filter) != 0) {
-    throw SetupError("sandbox: seccomp filter: libseccomp exported a malformed program");
-  }
-  return program;
+  return export_program(c);
 }
 
 void SeccompProgram::install() const {

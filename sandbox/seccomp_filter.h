@@ -24,12 +24,17 @@ namespace sandbox {
 class SeccompProgram {
  public:
   static SeccompProgram compile(const Policy& policy);  // throws SetupError
+  // A filter stacked on the runs' for the processes of a build from source with --network off:
+  // socket() of any family but AF_UNIX fails with EACCES (no TCP, UDP, raw, netlink...). Throws
+  // SetupError.
+  static SeccompProgram compile_no_network();
   void install() const;  // in the child; requires no_new_privs; throws SetupError
   bool empty() const { return bpf_.empty(); }
   // The exported program (struct sock_filter array), e.g. for bwrap's --seccomp FD.
   const std::vector<std::uint8_t>& bpf() const { return bpf_; }
 
  private:
+  static SeccompProgram export_program(void* ctx);  // a libseccomp context's program
   std::vector<std::uint8_t> bpf_;  // exported BPF program (struct sock_filter array)
 };
 

@@ -39,7 +39,7 @@ if [ "$(id -u)" -eq 0 ]; then
   id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
   stage=$(mktemp -d /tmp/mpes-unpriv.XXXXXX)
   mkdir -p "$stage/build"
-  cp build/mcp-python-exec-sandbox build/mcp-python-exec-sandbox-zygote "$stage/build/"
+  cp build/mcp-python-exec-sandbox build/mcp-python-exec-sandbox-zygote build/mcp-python-exec-sandbox-build-python "$stage/build/"
   cp -r e2e_tests "$stage/e2e_tests"
   # The Python tools' packages (built for Debian's python3), readable by that user.
   cp -r .tools/venv/lib/python3*/site-packages "$stage/pylib"

@@ -73,3 +73,25 @@ function uvOnly(uv) {
 export function envWithUv(uv, base = process.env) {
   return { ...base, PATH: `${uvOnly(uv)}:${base.PATH ?? '/usr/local/bin:/usr/bin:/bin'}` };
 }
+
+// How this user's uv trusts the index's certificate: their environment (SSL_CERT_FILE,
+// UV_NATIVE_TLS, UV_SYSTEM_CERTS) or their uv.toml, passed through as it is. A user with none of
+// these (a bare `env -i` login) whose CA is in the system store writes `native-tls = true` into
+// their uv.toml; so does this file then, into a configuration directory of its own.
+export function userEnv(base) {
+  const env = { ...base };
+  const home = env.XDG_CONFIG_HOME ?? path.join(os.homedir(), '.config');
+  const hasTls = env.SSL_CERT_FILE || env.UV_NATIVE_TLS || env.UV_SYSTEM_CERTS ||
+    fs.existsSync(path.join(home, 'uv', 'uv.toml'));
+  if (!hasTls) {
+    const cacheRoot = path.join(os.homedir(), '.cache');
+    fs.mkdirSync(cacheRoot, { recursive: true });
+    const config = fs.mkdtempSync(path.join(cacheRoot, 'mpes-e2e-uvconfig-'));
+    fs.chmodSync(config, 0o755);  // read by the unprivileged installer when the server is root
+    fs.mkdirSync(path.join(config, 'uv'));
+    fs.writeFileSync(path.join(config, 'uv', 'uv.toml'), 'native-tls = true\n');
+    process.on('exit', () => fs.rmSync(config, { recursive: true, force: true }));
+    env.XDG_CONFIG_HOME = config;
+  }
+  return env;
+}

@@ -25,6 +25,7 @@
 #include "sandbox/path_search.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/setup_error.h"
+#include "engine/environments/build_python.h"
 #include "sandbox/user_network.h"
 
 namespace engine::deps {
@@ -126,13 +127,24 @@ std::string decisive_lines(std::string_view output) {
   std::vector<std::string_view> picked;
   bool in_block = false;  // a multi-line explanation that follows a decisive line
   bool pip_exception = false;  // after pip's "ERROR: Exception:" (a traceback follows)
+  bool backend_stderr = false;  // after uv's "[stderr]": a failed build backend's own output
   for (auto raw : lines) {
     auto line = trim(raw);
     if (line.empty()) {
       in_block = false;
       continue;
     }
-    if (pip_exception && is_exception_line(raw)) {
+    if (line == "[stderr]") {
+      backend_stderr = true;
+      in_block = false;
+      continue;
+    }
+    if (backend_stderr && is_exception_line(line)) {
+      // The exception the build backend failed with (e.g. "ModuleNotFoundError: No module named
+      // 'numpy'"): what says why the build failed.
+      picked.push_back(line);
+      in_block = false;
+    } else if (pip_exception && is_exception_line(raw)) {
       // pip's "ERROR: Exception:" is followed by a traceback whose last line names the cause
       // (e.g. "OSError: [Errno 28] No space left on device: '...'").
       picked.push_back(line);
@@ -208,7 +220,8 @@ sandbox::BwrapSandbox installer_sandbox(const std::string& bwrap_program, const 
                                        const std::string& uv_program, const IndexOptions& index,
                                        const std::string& target, const std::string& cache,
                                        std::vector<std::string> command,
-                                       const std::vector<std::string>& config_paths) {
+                                       const std::vector<std::string>& config_paths,
+                                       const std::string& build_python) {
   sandbox::BwrapSandbox box;
   box.bwrap_path = bwrap_program;
   box.network = !index.offline;
@@ -232,6 +245,16 @@ sandbox::BwrapSandbox installer_sandbox(const std::string& bwrap_program, const 
   // At the place they are named by (a symlink's target is mounted there).
   for (const auto& path : config_paths) sandbox::add_host_path(ro, path);
   for (const auto& path : ro) box.binds.push_back({path, path});
+  // Last, over what is bound above: the builds' interpreter stand-in.
+  if (!build_python.empty()) {
+    const std::string exe = real_path(interpreter.executable);
+    auto binds = build_python_binds(build_python, exe);
+    if (binds.empty()) {
+      throw InstallerUnavailable("cannot confine builds from " + interpreter.executable +
+                                 ": its path has no prefix directory");
+    }
+    box.binds.insert(box.binds.end(), binds.begin(), binds.end());
+  }
   box.writable = {target};
   if (!cache.empty()) box.writable.push_back(cache);
   box.chdir = "/tmp";
@@ -369,6 +392,13 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
     }
   }
 
+  // --network off with a network for the front-end: builds get none (build_python.h).
+  const bool builds_offline = options.builds_without_network && options.sandboxed && !options.container &&
+                              !options.index.offline;
+  if (builds_offline && options.build_python_path.empty()) {
+    throw InstallerUnavailable("builds cannot be kept off the network: no build-python stand-in was given");
+  }
+
   // One pass (InstallPass): the shared cache writable in the wheels_only pass only.
   auto process_spec = [&](InstallPass pass) {
     const std::string pass_cache = pass == InstallPass::wheels_only ? cache : std::string();
@@ -401,9 +431,9 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
       spec.argv = std::move(command);
       return spec;
     }
-    sandbox::BwrapSandbox box = installer_sandbox(bwrap_program, interp, uv_program, options.index,
-                                                  request.target, pass_cache, std::move(command),
-                                                  passthrough.host_paths);
+    sandbox::BwrapSandbox box = installer_sandbox(
+        bwrap_program, interp, uv_program, options.index, request.target, pass_cache, std::move(command),
+        passthrough.host_paths, pass == InstallPass::with_builds && builds_offline ? options.build_python_path : "");
     // bwrap reads the program from the fd's offset, which the previous pass moved.
     ::lseek(seccomp.get(), 0, SEEK_SET);
     spec.fds = {seccomp.get()};
@@ -435,7 +465,17 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
                outcome.installer, request.target);
   outcome.process = sandbox::run_process(process_spec(InstallPass::wheels_only), on_line,
                                          kill_switch);  // SpawnError: cannot start
-  if (!outcome.process.ok() && !outcome.process.killed && !outcome.process.timed_out) {
+  const bool needs_builds = !outcome.process.ok() && !outcome.process.killed && !outcome.process.timed_out;
+  if (needs_builds && builds_offline && kind == InstallerKind::pip) {
+    // pip builds in its own process, which must keep its network to fetch: refused, not leaked.
+    outcome.ok = false;
+    outcome.error = decisive_lines(outcome.process.err + "\n" + outcome.process.out) +
+                    "\nnot installable from wheels alone, and with --network off builds from source run "
+                    "without network, which needs uv as the installer (pip builds in its own process); "
+                    "install uv (--uv-path), give wheels (--find-links), or use --network on";
+    return outcome;
+  }
+  if (needs_builds) {
     // Not from wheels alone: again, from an empty target, with builds and no shared cache.
     empty_directory(request.target);
     spdlog::info("{}: not from wheels alone; again with builds allowed and no shared cache",

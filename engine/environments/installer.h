@@ -60,6 +60,12 @@ struct InstallerOptions {
   // The user-mode network the installer reaches the index through (sandbox/user_network.h),
   // when the server is root and it is installed; else the host's network (logged).
   std::string pasta_path = "pasta";
+  // --network off: the front-end (uv) fetches, but builds from source run with no network at
+  // all, through `build_python_path` (build_python.h) standing in for the interpreter. pip runs
+  // builds in its own process, so with pip such an install is refused. No effect with --offline
+  // (the installer has no network then) or without a sandbox.
+  bool builds_without_network = false;
+  std::string build_python_path;  // host path of mcp-python-exec-sandbox-build-python
   int timeout_seconds = 900;
   // The runs' limits (sandbox/policy.h), applied to the installer's whole tree as to a run's:
   // file size, core dumps off, CPU time (timeout_seconds), and memory and processes per process
@@ -101,12 +107,14 @@ InstallerIdentity installer_identity(const InstallerOptions& options);
 // The bubblewrap sandbox an installer runs in: the system read-only (sandbox/bwrap_command.h),
 // the interpreter, uv, local find-links directories and `config_paths` (the user's configuration
 // and what it names, installer_config.h) read-only, and nothing writable but `target` and
-// `cache` (none when "": the with_builds pass). `uv_program` is "" for pip.
+// `cache` (none when "": the with_builds pass). `uv_program` is "" for pip. With a `build_python`
+// stand-in (build_python.h), builds started in it have no network.
 sandbox::BwrapSandbox installer_sandbox(const std::string& bwrap_program, const Interpreter& interpreter,
                                        const std::string& uv_program, const IndexOptions& index,
                                        const std::string& target, const std::string& cache,
                                        std::vector<std::string> command,
-                                       const std::vector<std::string>& config_paths = {});
+                                       const std::vector<std::string>& config_paths = {},
+                                       const std::string& build_python = {});
 
 // The resource limits the installer's process sets before exec (see InstallerOptions::limits).
 std::vector<sandbox::ResourceLimit> installer_rlimits(const InstallerOptions& options,

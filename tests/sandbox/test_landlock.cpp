@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -177,4 +179,60 @@ TEST_CASE("run scoping: prepare_run_process makes the domain after no_new_privs;
     INFO(r.describe());
     CHECK(r.exited(isolate ? EPERM : 0));
   }
+}
+
+TEST_CASE("a build without network: no TCP connect or bind, nothing outside scoped, no access to its parent",
+          "[landlock]") {
+  const auto probe = sandbox::probe_landlock();
+  if (probe.abi < sandbox::kFirstNetworkAbi) {
+    WARN("landlock ABI " << probe.abi << ": builds rely on the seccomp filter alone");
+    return;
+  }
+  // A TCP listener on the loopback, outside the domain.
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  REQUIRE(listener);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(listener.get(), 8) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const std::string outside = "mpes-test-landlock-build-" + std::to_string(::getpid());
+  UniqueFd abstract_listener = listen_abstract(outside);
+  REQUIRE(abstract_listener);
+
+  ChildResult r = run_in_child([&] {
+    auto tcp_connect = [&] {
+      UniqueFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      if (!s) return errno;
+      return ::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 ? 0 : errno;
+    };
+    auto tcp_bind = [] {
+      UniqueFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      sockaddr_in any{};
+      any.sin_family = AF_INET;
+      any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      return ::bind(s.get(), reinterpret_cast<sockaddr*>(&any), sizeof any) == 0 ? 0 : errno;
+    };
+    const std::string parent_mem = "/proc/" + std::to_string(::getppid()) + "/mem";
+    auto open_parent_mem = [&] {
+      UniqueFd fd(::open(parent_mem.c_str(), O_RDONLY | O_CLOEXEC));
+      return fd ? 0 : errno;
+    };
+    // Controls, before the domain.
+    if (tcp_connect() != 0) return 10;
+    if (tcp_bind() != 0) return 11;
+    const bool parent_reachable = open_parent_mem() == 0;
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) return 12;
+    if (!sandbox::apply_no_network_domain(probe)) return 13;
+    test_support::report("connect " + std::to_string(tcp_connect()) + " bind " + std::to_string(tcp_bind()) + "\n");
+    if (tcp_connect() != EACCES) return 20;
+    if (tcp_bind() != EACCES) return 21;
+    if (parent_reachable && open_parent_mem() == 0) return 22;
+    if (probe.abi >= sandbox::kFirstScopingAbi && connect_abstract(outside) != EPERM) return 23;
+    return 0;
+  });
+  INFO(r.describe());
+  CHECK(r.exited(0));
 }

@@ -366,3 +366,34 @@ print('ok')
   REQUIRE(r.exited(0));
   CHECK_THAT(r.report, Catch::StartsWith("ok"));
 }
+
+TEST_CASE("the builds' no-network filter refuses every socket family but AF_UNIX", "[seccomp]") {
+  const auto no_network = sandbox::SeccompProgram::compile_no_network();
+  REQUIRE_FALSE(no_network.empty());
+  ChildResult r = run_in_child([&] {
+    // Controls: without the filter these are created.
+    if (fd_errno(::socket(AF_INET, SOCK_STREAM, 0)) != 0) return 10;
+    if (fd_errno(::socket(AF_INET6, SOCK_DGRAM, 0)) != 0) return 11;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) return 12;
+    no_network.install();
+    if (fd_errno(::socket(AF_INET, SOCK_STREAM, 0)) != EACCES) return 20;
+    if (fd_errno(::socket(AF_INET6, SOCK_DGRAM, 0)) != EACCES) return 21;
+    if (fd_errno(::socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)) != EACCES) return 22;
+    if (fd_errno(::socket(AF_PACKET, SOCK_RAW, 0)) != EACCES) return 23;
+    // The family as a 64-bit value with high bits set is refused too (fails closed).
+    if (sys_errno(SYS_socket, static_cast<long>((1ULL << 32) | AF_UNIX), SOCK_STREAM, 0) != EACCES) return 24;
+    if (fd_errno(::socket(AF_UNIX, SOCK_STREAM, 0)) != 0) return 30;
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) return 31;
+    ::close(pair[0]);
+    ::close(pair[1]);
+    // Inherited: a child has no network either.
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(fd_errno(::socket(AF_INET, SOCK_DGRAM, 0)) == EACCES ? 0 : 1);
+    int status = 0;
+    if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 40;
+    return 0;
+  });
+  INFO(r.describe());
+  CHECK(r.exited(0));
+}

@@ -17,6 +17,7 @@
 #include <optional>
 #include <thread>
 
+#include "engine/environments/build_python.h"
 #include "engine/environments/environments.h"
 #include "engine/environments/installer.h"
 #include "engine/environments/requirement_check.h"
@@ -201,6 +202,18 @@ TEST_CASE("decisive_lines keeps what says why, not the whole log", "[installer]"
 
   // Unrecognised output: its last lines.
   CHECK(engine::deps::decisive_lines("noise\nsomething broke\n") == "noise\nsomething broke");
+
+  // A build backend failing under uv: its exception, from the [stderr] uv quotes, is kept.
+  const std::string uv_build =
+      "error: Failed to build `a==1.0`\n  Caused by: The build backend returned an error\n"
+      "  Caused by: Call to `setuptools.build_meta.build_wheel` failed (exit status: 1)\n\n"
+      "[stderr]\nTraceback (most recent call last):\n  File \"<string>\", line 14, in <module>\n"
+      "ModuleNotFoundError: No module named 'numpy'\n\n"
+      "hint: This usually indicates a problem with the package or the build environment.\n";
+  auto built = engine::deps::decisive_lines(uv_build);
+  CHECK(built.find("Failed to build `a==1.0`") != std::string::npos);
+  CHECK(built.find("ModuleNotFoundError: No module named 'numpy'") != std::string::npos);
+  CHECK(built.find("Traceback") == std::string::npos);
 }
 
 TEST_CASE("decisive_lines keeps the cause of pip's internal error (e.g. a full disk)", "[installer]") {
@@ -321,6 +334,66 @@ TEST_CASE("a package build runs sandboxed: it cannot write to the host", "[insta
   CHECK_FALSE(outcome.ok);
   CHECK_FALSE(fs::exists(host_marker));
   CHECK_FALSE(fs::exists(links_marker));
+}
+
+TEST_CASE("the builds' interpreter stand-in: the real one under its mount, the stand-in over it", "[installer]") {
+  using engine::deps::real_interpreter_path;
+  CHECK(real_interpreter_path("/usr/bin/python3.11") == "/tmp/.mpes-interpreter/bin/python3.11");
+  CHECK(real_interpreter_path("/root/.local/share/uv/python/cpython-3.12/bin/python3.12") ==
+        "/tmp/.mpes-interpreter/bin/python3.12");
+  CHECK(real_interpreter_path("/python3").empty());   // no prefix above its directory
+  CHECK(real_interpreter_path("python3").empty());    // not a canonical path
+  CHECK(engine::deps::build_python_binds("/opt/s", "/python3").empty());
+
+  engine::Interpreter py;
+  py.executable = "/usr/bin/python3";  // a symlink: the canonical file is the one replaced
+  py.prefix = py.base_prefix = "/usr";
+  const std::string canonical = fs::canonical(py.executable).string();
+  const engine::IndexOptions index;
+  auto plain = engine::deps::installer_sandbox("bwrap", py, "/opt/uv", index, "/t", "", {"uv"});
+  for (const auto& bind : plain.binds) CHECK(bind.dest != canonical);
+  auto box = engine::deps::installer_sandbox("bwrap", py, "/opt/uv", index, "/t", "", {"uv"}, {}, "/opt/stand-in");
+  REQUIRE(box.binds.size() == plain.binds.size() + 2);
+  // Last, in this order: bwrap mounts in argument order, so the stand-in covers the real file.
+  CHECK(box.binds[box.binds.size() - 2].source == fs::path(canonical).parent_path().parent_path().string());
+  CHECK(box.binds[box.binds.size() - 2].dest == engine::deps::kRealInterpreterMount);
+  CHECK(box.binds.back().source == "/opt/stand-in");
+  CHECK(box.binds.back().dest == canonical);
+}
+
+TEST_CASE("with builds kept off the network, pip refuses what needs a build, saying why", "[installer]") {
+  fixtures::TempDir dir;
+  fixtures::TempDir links;
+  fixtures::TempDir empty_index;
+  fixtures::write_sdist(links.path(), "mpes_needs_build", "1.0", "raise SystemExit('BACKEND_' + 'RAN')\n");
+  const std::string target = dir.path() + "/site";
+  fs::create_directories(target);
+  engine::deps::InstallerOptions options;
+  options.uv_path = "/nonexistent/uv";
+  options.index.index_url = "file://" + empty_index.path();  // an index, not --offline: no network needed
+  options.index.find_links = {links.path()};
+  options.builds_without_network = true;
+  options.build_python_path = "/nonexistent/stand-in";  // pip never uses it
+  auto who = engine::deps::installer_identity(options);
+  REQUIRE(::chown(target.c_str(), who.uid, who.gid) == 0);
+  engine::deps::InstallRequest request;
+  request.interpreter = &debian_python();
+  request.requirements = {"mpes_needs_build"};
+  request.target = target;
+  request.cache_dir = dir.path() + "/cache";
+  auto outcome = engine::deps::run_installer(options, request, {}, nullptr);
+  INFO(outcome.error);
+  CHECK_FALSE(outcome.ok);
+  CHECK(outcome.error.find("with --network off builds from source run without network, which needs uv") !=
+        std::string::npos);
+  CHECK(outcome.error.find("BACKEND_RAN") == std::string::npos);
+
+  // Control: with builds allowed their network, the same install goes on to run the backend.
+  options.builds_without_network = false;
+  auto built = engine::deps::run_installer(options, request, {}, nullptr);
+  INFO(built.error);
+  CHECK(built.error.find("which needs uv") == std::string::npos);
+  CHECK(built.error.find("BACKEND_RAN") != std::string::npos);
 }
 
 TEST_CASE("uv installs offline when it exists", "[installer][uv]") {
