@@ -203,7 +203,8 @@ describe('hostile build backends', () => {
 // The installer's network: its own namespace behind pasta (as root; an unprivileged server has
 // no user-mode network for installers and says so in its log). A build backend tries the host's
 // loopback and abstract sockets, a metadata address, and the index's host.
-const NETWORK_BACKEND = String.raw`
+// What each network probe starts with: attempt() records "name=reached" or the error.
+const PROBE_HELPERS = String.raw`
 import socket
 out = []
 def attempt(name, connect):
@@ -216,6 +217,8 @@ def abstract():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(3)
     s.connect(b"\0" + ABSTRACT.encode())
+`;
+const NETWORK_BACKEND = PROBE_HELPERS + String.raw`
 attempt("loopback", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3))
 attempt("abstract", abstract)
 attempt("metadata", lambda: socket.create_connection(("169.254.169.254", 80), timeout=3))
@@ -271,19 +274,8 @@ describe('the installer network', { skip: process.getuid() !== 0 && 'a user-mode
 // source runs with no network at all, as root and unprivileged (its interpreter is a stand-in
 // that takes the network away, engine/environments/build_python.h). The backend tries the host's
 // loopback, an address outside, UDP, an abstract socket, and whether a child it starts fares better.
-const NO_NETWORK_BACKEND = String.raw`
-import socket, subprocess, sys
-out = []
-def attempt(name, connect):
-    try:
-        connect()
-        out.append(name + "=reached")
-    except OSError as e:
-        out.append(name + "=" + (e.strerror or type(e).__name__).replace(" ", "_"))
-def abstract():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(3)
-    s.connect(b"\0" + ABSTRACT.encode())
+const NO_NETWORK_BACKEND = PROBE_HELPERS + String.raw`
+import subprocess, sys
 def udp():
     socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("192.0.2.1", 53))
 attempt("loopback", lambda: socket.create_connection(("127.0.0.1", PORT), timeout=3))
