@@ -41,6 +41,8 @@ void prepare_run_process(const ChildSpec& spec) {
   // Needs no_new_privs (just set). Made per script process, not in the zygote: each run (each
   // session: its steps are forked from it) is a domain of its own, and no other run's.
   apply_run_scoping(spec.landlock_scoped);
+  // Everything after this (the run's fds, cgroup join, rlimits) is allowed by the filter.
+  if (spec.seccomp != nullptr && !spec.seccomp->empty()) spec.seccomp->install();
 }
 
 void lock_down(const ChildSpec& spec) {
@@ -49,7 +51,6 @@ void lock_down(const ChildSpec& spec) {
   if (!spec.cgroup_join_fds.empty()) join_cgroups(spec.cgroup_join_fds);
   if (!spec.isolate) return;
   apply_rlimits(spec.limits, spec.timeout_seconds, spec.rlimit_fallbacks);
-  if (spec.seccomp != nullptr && !spec.seccomp->empty()) spec.seccomp->install();
 }
 
 void arrange_fds(std::span<const int> wanted) {

@@ -2,8 +2,12 @@
 //   user namespace maps -> loopback -> mounts       (prepare_run_namespace, in the run's init)
 //   identity (session, caps, no_new_privs)          (prepare_run_process, in the script's
 //     -> landlock scoping (a domain of its own)      process, before its run arrives)
-//   cgroup join -> rlimits -> seccomp, last         (lock_down, in the script's process, once
+//     -> seccomp
+//   cgroup join -> rlimits                          (lock_down, in the script's process, once
 //                                                    its run has arrived)
+// seccomp is installed before the run arrives, not last: what follows it (receiving the run's fds,
+// arranging them, the cgroup join through a passed fd, lowering rlimits) is all allowed by the
+// filter, so the spare waits already confined and the run's critical path does not pay for it.
 // A run is two processes: an init (pid 1 of the run's pid namespace, which only reaps and reports)
 // and the script's process, so that the script is not a pid-namespace init (which would ignore its
 // own fatal signals, e.g. os.kill(os.getpid(), SIGKILL)). Both are forked ahead of the run (a

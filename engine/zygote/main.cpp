@@ -7,8 +7,8 @@
 //     (--network routed: a network namespace per run, which the server links into the zygote's
 //     user-mode network while the run is a spare: SPARE, then SPARE_LINKED; only a linked spare
 //     takes a run, and a run that finds none waits for one)
-//     init: id maps, mounts; fork --> script process: identity, landlock scoping, cgroup join,
-//           rlimits, seccomp, runner stub (the script); init then only reaps and reports the
+//     init: id maps, mounts; fork --> script process: identity, landlock scoping, seccomp (all
+//           while a spare), then cgroup join, rlimits, runner stub (the script); init then only reaps and reports the
 //           script's status through a per-run status pipe, so a script dying of a signal is
 //           reported as such.
 // With the none backend: zygote --fork--> init (a subreaper, in a fresh temporary work dir)

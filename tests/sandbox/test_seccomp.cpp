@@ -15,6 +15,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -22,11 +23,13 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "sandbox/child_setup.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/setup_error.h"
 #include "tests/support/sandbox_fork.h"
@@ -396,4 +399,73 @@ TEST_CASE("the builds' no-network filter refuses every socket family but AF_UNIX
   });
   INFO(r.describe());
   CHECK(r.exited(0));
+}
+
+// The spare installs the filter before its run arrives (sandbox/child_setup.h): everything the
+// run's arrival does afterwards must be allowed by it, or no run could start.
+TEST_CASE("prepare_run_process installs the filter; the run's arrival still works under it",
+          "[seccomp][child_setup]") {
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+  char join_path[] = "/tmp/mpes-test-join-XXXXXX";  // stands for a cgroup's tasks file
+  const int join_file = ::mkstemp(join_path);
+  REQUIRE(join_file >= 0);
+  ::unlink(join_path);
+  ChildResult r = run_in_child([&] {
+    // Unprivileged, as a spare is.
+    if (::geteuid() == 0 && (::syscall(SYS_setresgid, 65534, 65534, 65534) != 0 ||
+                             ::syscall(SYS_setresuid, 65534, 65534, 65534) != 0)) {
+      return 40;
+    }
+    sandbox::ChildSpec spec;
+    spec.seccomp = &program();
+    spec.limits.open_files = 64;
+    spec.rlimit_fallbacks = {false, false};  // (RLIMIT_DATA would starve a sanitizer build)
+    sandbox::prepare_run_process(spec);
+    // The filter is on: a denied call fails.
+    if (::syscall(SYS_unshare, CLONE_NEWUSER) == 0 || errno != EPERM) return 41;
+    // The run arrives: its fds over the hand-off socket (here: one, the join file)...
+    char byte = 'r';
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cm), &join_file, sizeof(int));
+    if (::sendmsg(sv[0], &msg, 0) != 1) return 42;
+    msghdr in{};
+    char got_byte = 0;
+    iovec in_iov{&got_byte, 1};
+    alignas(cmsghdr) char in_control[CMSG_SPACE(sizeof(int))] = {};
+    in.msg_iov = &in_iov;
+    in.msg_iovlen = 1;
+    in.msg_control = in_control;
+    in.msg_controllen = sizeof in_control;
+    if (::recvmsg(sv[1], &in, MSG_CMSG_CLOEXEC) != 1) return 43;
+    int received = -1;
+    std::memcpy(&received, CMSG_DATA(CMSG_FIRSTHDR(&in)), sizeof(int));
+    // ...arranged into place, then the cgroup join and the rlimits.
+    const int wanted[] = {-1, 1, 2, received};
+    sandbox::arrange_fds(wanted);
+    spec.cgroup_join_fds = {3};
+    sandbox::lock_down(spec);
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_cur != 64) return 44;
+    return 0;
+  });
+  INFO(r.describe());
+  CHECK(r.exited(0));
+  // The join wrote "0" (the caller) into the file standing for the cgroup.
+  char buf[8] = {};
+  CHECK(::pread(join_file, buf, sizeof buf, 0) == 1);
+  CHECK(std::string(buf) == "0");
+  ::close(join_file);
+  ::close(sv[0]);
+  ::close(sv[1]);
 }
