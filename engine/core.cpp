@@ -16,6 +16,9 @@
 namespace engine {
 namespace {
 
+// Run cgroups kept ready: enough for a few runs in flight; a larger burst makes the rest at once.
+constexpr std::size_t kRunCgroupsAhead = 4;
+
 // A program shipped beside the server's executable (the zygote, the builds' stand-in).
 std::string beside_server(const char* name) {
   std::error_code ec;
@@ -79,6 +82,7 @@ Core::Core(asio::io_context& io, EngineConfig config)
                                                [](const std::string& s) { spdlog::info("cache warming {}", s); });
                    },
                    [this] { return scheduler_.queued() + scheduler_.running() > 0; }}),
+      run_cgroups_(startup_.cgroups(), config_.policy.limits, cgroup_worker_.get_executor(), kRunCgroupsAhead),
       sessions_(io_, Sessions::Config{config_.max_sessions, config_.session_idle_seconds, config_.session_snapshots,
                                       SessionSandbox::Config{&startup_.cgroups(), config_.policy.limits,
                                                              cgroup_worker_.get_executor()}}) {
@@ -307,8 +311,7 @@ Execution::Config Core::execution_config(bool own_cgroup) {
   config.max_output_bytes = config_.max_output_bytes;
   config.result_limits = ResultLimits{config_.max_output_bytes, config_.max_images,
                                       static_cast<std::size_t>(config_.max_output_file_bytes)};
-  config.cgroups = own_cgroup ? &startup_.cgroups() : nullptr;
-  config.limits = config_.policy.limits;
+  config.cgroups = own_cgroup ? &run_cgroups_ : nullptr;
   config.cgroup_remover = cgroup_worker_.get_executor();
   return config;
 }
@@ -455,8 +458,10 @@ void Core::shutdown(std::function<void()> done) {
       done();
       return;
     }
-    // After the runs' cgroups (removed on that worker, in order), the server's own.
+    // After the runs' cgroups (removed on that worker, in order) and those made ahead, the
+    // server's own.
     asio::post(cgroup_worker_, [this, cgroups = startup_.cgroups(), done = std::move(done)]() mutable {
+      run_cgroups_.stop();
       sandbox::release_cgroups(cgroups);
       asio::post(io_, std::move(done));
     });

@@ -140,6 +140,8 @@ class Core : public std::enable_shared_from_this<Core> {
   std::map<std::uint64_t, std::shared_ptr<Job>> jobs_;
   std::uint64_t next_id_ = 1;
   Startup startup_;
+  // Runs' cgroups, made ahead on cgroup_worker_ (engine/execution/run_cgroups.h).
+  RunCgroups run_cgroups_;
   bool warm_ = false;
   bool shutting_down_ = false;
   std::optional<sandbox::ProbeResult> probe_;

@@ -59,12 +59,6 @@ std::optional<std::uint64_t> parse_u64(std::string_view s) {
   return v;
 }
 
-std::optional<std::uint64_t> read_u64(const std::string& path) {
-  auto text = read_file(path);
-  if (!text) return std::nullopt;
-  return parse_u64(*text);
-}
-
 // The value of `key` in "key value" lines (memory.events, pids.events, memory.oom_control).
 std::optional<std::uint64_t> key_value(const std::string& text, std::string_view key) {
   std::istringstream in(text);
@@ -73,12 +67,6 @@ std::optional<std::uint64_t> key_value(const std::string& text, std::string_view
     if (k == key) return parse_u64(v);
   }
   return std::nullopt;
-}
-
-std::optional<std::uint64_t> read_key(const std::string& path, std::string_view key) {
-  auto text = read_file(path);
-  if (!text) return std::nullopt;
-  return key_value(*text, key);
 }
 
 bool has_word(const std::string& text, std::string_view word) {
@@ -559,26 +547,42 @@ JoinFds RunCgroup::open_join_fds() const {
 
 namespace {
 
-// The files of a run's limit counters, for read_stats() and CgroupCounters alike.
+// The files of a run's limit counters (memory limit hits, OOM kills, refused forks), and with
+// `everything` also its usage (peaks, memory in use, CPU): what read_stats() reads.
 std::vector<std::pair<CgroupCounters::File, std::string>> counter_files(CgroupVersion version,
                                                                        const std::string& memory_dir,
-                                                                       const std::string& pids_dir) {
+                                                                       const std::string& pids_dir,
+                                                                       bool everything) {
   using File = CgroupCounters::File;
   std::vector<std::pair<File, std::string>> files;
   if (version == CgroupVersion::v2) {
     files.emplace_back(File::memory_events, memory_dir + "/memory.events");
+    if (everything) {
+      files.emplace_back(File::memory_peak, memory_dir + "/memory.peak");
+      files.emplace_back(File::memory_current, memory_dir + "/memory.current");
+      // Every v2 cgroup has cpu.stat, with or without the cpu controller.
+      files.emplace_back(File::cpu_stat, memory_dir + "/cpu.stat");
+    }
   } else if (!memory_dir.empty()) {
     files.emplace_back(File::memory_failcnt, memory_dir + "/memory.failcnt");
     files.emplace_back(File::memory_failcnt, memory_dir + "/memory.memsw.failcnt");
     files.emplace_back(File::memory_oom_control, memory_dir + "/memory.oom_control");
+    if (everything) {
+      files.emplace_back(File::memory_peak, memory_dir + "/memory.max_usage_in_bytes");
+      files.emplace_back(File::memory_current, memory_dir + "/memory.usage_in_bytes");
+    }
   }
-  if (!pids_dir.empty()) files.emplace_back(File::pids_events, pids_dir + "/pids.events");
+  if (!pids_dir.empty()) {
+    files.emplace_back(File::pids_events, pids_dir + "/pids.events");
+    if (everything) files.emplace_back(File::pids_peak, pids_dir + "/pids.peak");
+  }
   return files;
 }
 
 // Adds what one counter file says (its text as read) to `s`.
 void add_counters(CgroupCounters::File file, const std::string& text, CgroupStats& s) {
   using File = CgroupCounters::File;
+  auto as_i64 = [](std::optional<std::uint64_t> v) { return v ? static_cast<std::int64_t>(*v) : -1; };
   switch (file) {
     case File::memory_events:
       s.memory_limit_hits += key_value(text, "max").value_or(0);
@@ -593,50 +597,40 @@ void add_counters(CgroupCounters::File file, const std::string& text, CgroupStat
     case File::pids_events:
       s.pids_limit_hits += key_value(text, "max").value_or(0);
       break;
+    case File::memory_peak:
+      s.memory_peak_bytes = as_i64(parse_u64(text));
+      break;
+    case File::memory_current:
+      s.memory_current_bytes = as_i64(parse_u64(text));
+      break;
+    case File::cpu_stat:
+      s.cpu_usage_us = as_i64(key_value(text, "usage_usec"));
+      break;
+    case File::pids_peak:
+      s.pids_peak = as_i64(parse_u64(text));
+      break;
   }
 }
 
-}  // namespace
-
-CgroupStats RunCgroup::read_stats() const {
-  CgroupStats s;
-  for (const auto& [file, path] : counter_files(version_, memory_dir_, pids_dir_)) {
-    if (auto text = read_file(path)) add_counters(file, *text, s);
-  }
-  if (version_ == CgroupVersion::v2) {
-    if (auto peak = read_u64(memory_dir_ + "/memory.peak")) {
-      s.memory_peak_bytes = static_cast<std::int64_t>(*peak);
-    }
-    if (auto current = read_u64(memory_dir_ + "/memory.current")) {
-      s.memory_current_bytes = static_cast<std::int64_t>(*current);
-    }
-    // Every v2 cgroup has cpu.stat, with or without the cpu controller.
-    if (auto usage = read_key(memory_dir_ + "/cpu.stat", "usage_usec")) {
-      s.cpu_usage_us = static_cast<std::int64_t>(*usage);
-    }
-  } else if (!memory_dir_.empty()) {
-    if (auto peak = read_u64(memory_dir_ + "/memory.max_usage_in_bytes")) {
-      s.memory_peak_bytes = static_cast<std::int64_t>(*peak);
-    }
-    if (auto current = read_u64(memory_dir_ + "/memory.usage_in_bytes")) {
-      s.memory_current_bytes = static_cast<std::int64_t>(*current);
-    }
-  }
-  if (!pids_dir_.empty()) {
-    if (auto peak = read_u64(pids_dir_ + "/pids.peak")) {
-      s.pids_peak = static_cast<std::int64_t>(*peak);
-    }
-  }
-  return s;
-}
-
-CgroupCounters RunCgroup::open_counters() const {
+CgroupCounters open_files(const std::vector<std::pair<CgroupCounters::File, std::string>>& files) {
   CgroupCounters counters;
-  for (const auto& [file, path] : counter_files(version_, memory_dir_, pids_dir_)) {
+  for (const auto& [file, path] : files) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd) counters.add(file, std::move(fd));
   }
   return counters;
+}
+
+}  // namespace
+
+CgroupStats RunCgroup::read_stats() const { return open_stats().read(); }
+
+CgroupCounters RunCgroup::open_stats() const {
+  return open_files(counter_files(version_, memory_dir_, pids_dir_, true));
+}
+
+CgroupCounters RunCgroup::open_counters() const {
+  return open_files(counter_files(version_, memory_dir_, pids_dir_, false));
 }
 
 void CgroupCounters::add(File file, UniqueFd fd) { files_.emplace_back(file, std::move(fd)); }
@@ -644,7 +638,7 @@ void CgroupCounters::add(File file, UniqueFd fd) { files_.emplace_back(file, std
 CgroupStats CgroupCounters::read() const {
   CgroupStats s;
   for (const auto& [file, fd] : files_) {
-    char buf[512];
+    char buf[2048];  // cpu.stat, the longest, is a few hundred bytes
     ssize_t n;
     do {
       n = ::pread(fd.get(), buf, sizeof buf - 1, 0);

@@ -94,17 +94,21 @@ class JoinFds {
 // Throws SetupError; closes nothing (the caller's fd cleanup does).
 void join_cgroups(const std::vector<int>& fds);
 
-// The limit counters of one run's cgroup(s) (memory limit hits, OOM kills, refused forks) with
-// their files held open and read again in place (a cgroup file read from offset 0 is generated
-// anew): for counters read often, as a session's before and after each of its steps, without a
-// path walk and an open per file each time.
+// Counter files of one run's cgroup(s) held open and read again in place (a cgroup file read from
+// offset 0 is generated anew), without a path walk and an open per file each time: the limit
+// counters (memory limit hits, OOM kills, refused forks) a session reads before and after each of
+// its steps, or everything read_stats() says, opened before a run so that reading them after it
+// costs one pread per file.
 class CgroupCounters {
  public:
-  enum class File { memory_events, memory_failcnt, memory_oom_control, pids_events };
-  CgroupCounters() = default;  // reads nothing: every counter 0
+  enum class File {
+    memory_events, memory_failcnt, memory_oom_control, pids_events,  // limit counters
+    memory_peak, memory_current, cpu_stat, pids_peak,                 // usage
+  };
+  CgroupCounters() = default;  // reads nothing: every counter 0, usage unknown
   void add(File file, UniqueFd fd);
-  // What read_stats() says of the three counters (the other fields unknown); a file that cannot
-  // be read counts 0.
+  // What the files held say (fields without a file stay unknown); a file that cannot be read
+  // counts 0.
   CgroupStats read() const;
 
  private:
@@ -126,8 +130,9 @@ class RunCgroup {
   bool empty() const { return dirs_.empty(); }
   const std::vector<std::string>& dirs() const { return dirs_; }
   JoinFds open_join_fds() const;  // throws SetupError
-  CgroupStats read_stats() const;
-  CgroupCounters open_counters() const;  // the files that cannot be opened are left out
+  CgroupStats read_stats() const;         // open_stats().read()
+  CgroupCounters open_stats() const;      // every file read_stats() reads; those that cannot be opened are left out
+  CgroupCounters open_counters() const;  // the limit counters only
   std::vector<int> pids() const;  // processes in the run's cgroup(s), server's pid namespace
   void kill_all() const;          // SIGKILL to everything in the cgroup(s)
   // kill_all, wait briefly for the processes to go, rmdir. Returns false (and keeps the

@@ -114,10 +114,11 @@ void Execution::start(Launch launch, const std::string& script, std::uint32_t ti
     if (files != nullptr) files_fd = sealed_memfd("files", encode_files_request(*files));
     for (auto& p : pipes) p = make_pipe();
     wide_pipe_ = widen_pipe(pipes[0].first.get());
-    if (config_.cgroups != nullptr &&
-        (config_.cgroups->limits_memory() || config_.cgroups->limits_processes())) {
-      cgroup_ = sandbox::RunCgroup::create(*config_.cgroups, "run-" + std::to_string(id_), config_.limits);
-      join = cgroup_.open_join_fds();
+    if (config_.cgroups != nullptr && config_.cgroups->enabled()) {
+      RunCgroups::Prepared prepared = config_.cgroups->take();
+      cgroup_ = std::move(prepared.cgroup);
+      join = std::move(prepared.join);
+      cgroup_stats_ = std::move(prepared.stats);
     }
   } catch (const std::exception& e) {
     fail(std::string("cannot prepare the run: ") + e.what());
@@ -308,7 +309,8 @@ void Execution::finish() {
     }
   }
   if (!cgroup_.empty()) {
-    evidence.cgroup = cgroup_.read_stats();
+    evidence.cgroup = cgroup_stats_.read();
+    cgroup_stats_ = {};
     // rmdir can wait briefly for the kernel to let go of the run's processes: off the loop.
     auto cgroup = std::make_shared<sandbox::RunCgroup>(std::move(cgroup_));
     asio::post(config_.cgroup_remover, [cgroup] { cgroup->remove(); });

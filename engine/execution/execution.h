@@ -22,6 +22,7 @@
 #include "engine/execution/outcome.h"
 #include "engine/execution/output_capture.h"
 #include "engine/execution/result_channel.h"
+#include "engine/execution/run_cgroups.h"
 #include "engine/files/work_files.h"
 #include "engine/pool/zygote_process.h"
 #include "sandbox/cgroup.h"
@@ -34,8 +35,7 @@ class Execution : public std::enable_shared_from_this<Execution> {
   struct Config {
     std::size_t max_output_bytes = 102400;
     ResultLimits result_limits;
-    const sandbox::CgroupSetup* cgroups = nullptr;  // the server's; runs get a child cgroup each
-    sandbox::Limits limits;
+    RunCgroups* cgroups = nullptr;  // the server's run cgroups (each run takes one); null: none of its own
     asio::any_io_executor cgroup_remover;  // removes the run's cgroup off the loop (blocking rmdir)
   };
   // The evidence has the run's own part filled in (see RunEvidence: dispatched, duration,
@@ -100,6 +100,7 @@ class Execution : public std::enable_shared_from_this<Execution> {
   sandbox::UniqueFd pidfd_;
   bool kill_when_started_ = false;
   sandbox::RunCgroup cgroup_;
+  sandbox::CgroupCounters cgroup_stats_;  // its counter files, opened with it
   asio::steady_timer deadline_;
   asio::steady_timer answer_timer_;  // the answer bound after a kill, then the pipe drain grace
 

@@ -235,6 +235,7 @@ TEST_CASE("the memory limit OOM-kills the run and the counters say so", "[cgroup
   sandbox::JoinFds fds = cg.open_join_fds();
   // Counters opened before the run and read again after it see what happened meanwhile.
   const sandbox::CgroupCounters counters = cg.open_counters();
+  const sandbox::CgroupCounters everything = cg.open_stats();  // what read_stats reads, held open
   const auto before = counters.read();
   CHECK(before.oom_kills == 0);
   CHECK(before.memory_limit_hits == 0);
@@ -254,6 +255,11 @@ TEST_CASE("the memory limit OOM-kills the run and the counters say so", "[cgroup
   CHECK(after.memory_limit_hits == stats.memory_limit_hits);
   CHECK(after.pids_limit_hits == 0);
   CHECK(after.memory_peak_bytes == -1);  // not a counter: not read
+  const auto held = everything.read();
+  CHECK(held.oom_kills == stats.oom_kills);
+  CHECK(held.memory_limit_hits == stats.memory_limit_hits);
+  CHECK(held.memory_peak_bytes == stats.memory_peak_bytes);
+  CHECK(held.pids_peak == stats.pids_peak);
 }
 
 TEST_CASE("the pids limit refuses forks and pids.events counts it", "[cgroup]") {
