@@ -38,6 +38,7 @@
 #include "sandbox/memfd.h"
 #include "sandbox/path_search.h"
 #include "sandbox/process.h"
+#include "sandbox/user_network.h"
 #include "sandbox/unique_fd.h"
 
 namespace {
@@ -190,10 +191,20 @@ int run_floor(const Options& o) {
   }
   argv.erase(dash + 2, argv.end());
   const engine::Interpreter& in = *interpreter;
+  // The runs' namespaces are the server's: with --network on, where the server gives each run a
+  // network namespace of its own (root, pasta and nft: engine::plan_run_network), so does the
+  // floor (without the link to a user-mode network, which is the server's own work).
+  std::string run_network = o.network;
+  if (o.network == "on" && engine::plan_run_network(sandbox::Backend::native, true, ::geteuid() == 0,
+                                                    sandbox::UserNetwork::find_pasta(),
+                                                    sandbox::UserNetwork::find_nft())
+                               .per_run) {
+    run_network = "own";
+  }
   for (const std::string& arg :
        {std::string("--libpython"), in.libpython, std::string("--home"), in.base_prefix.empty() ? in.prefix : in.base_prefix,
         std::string("--sys-path"), join(in.sys_path, '\n'), std::string("--preload"), o.preload,
-        std::string("--code"), o.code, std::string("--expect"), o.expect, std::string("--network"), o.network,
+        std::string("--code"), o.code, std::string("--expect"), o.expect, std::string("--network"), run_network,
         std::string("--commands-fd"), std::string("3"), std::string("--report-fd"), std::string("6")}) {
     argv.push_back(arg);
   }

@@ -48,7 +48,7 @@ struct Options {
   std::string preload;   // comma-separated
   std::string code = "print(sum(range(1000)))\n";
   std::string expect = "499500";
-  bool network = true;
+  bool own_network = false;  // --network off or own: a network namespace per run (loopback up)
   int commands_fd = 0;
   int report_fd = 1;
   long runs = 0;  // > 0: one batch of this many, no commands
@@ -57,7 +57,7 @@ struct Options {
 [[noreturn]] void usage(const std::string& problem) {
   std::fprintf(stderr,
                "mpes-bench-floor-run: %s\nusage: mpes-bench-floor-run --libpython PATH --home PREFIX "
-               "[--sys-path DIRS] [--preload A,B] [--code TEXT] [--expect TEXT] [--network on|off] "
+               "[--sys-path DIRS] [--preload A,B] [--code TEXT] [--expect TEXT] [--network on|off|own] "
                "[--commands-fd N] [--report-fd N] [--runs N]\n(started by mpes-bench-floor)\n",
                problem.c_str());
   std::exit(2);
@@ -83,7 +83,10 @@ Options parse(int argc, char** argv) {
     else if (flag == "--preload") o.preload = value;
     else if (flag == "--code") o.code = value;
     else if (flag == "--expect") o.expect = value;
-    else if (flag == "--network") o.network = value != "off";
+    else if (flag == "--network") {
+      if (value != "on" && value != "off" && value != "own") usage("--network takes on, off or own");
+      o.own_network = value != "on";
+    }
     else if (flag == "--commands-fd") o.commands_fd = static_cast<int>(number(flag, value));
     else if (flag == "--report-fd") o.report_fd = static_cast<int>(number(flag, value));
     else if (flag == "--runs") o.runs = number(flag, value);
@@ -217,7 +220,7 @@ std::string Floor::boot() {
   if (tasks != 1) return "the process has " + std::to_string(tasks) + " threads after the set-up; forking it is unsafe";
 
   spec_.isolate = true;
-  spec_.own_network = !options_.network;
+  spec_.own_network = options_.own_network;
   spec_.outside_uid = ::getuid();
   spec_.outside_gid = ::getgid();
   const sandbox::Limits limits;  // the server's defaults
@@ -252,7 +255,7 @@ Floor::Outcome Floor::run_once() {
   UniqueFd rd(p[0]), wr(p[1]);
   int pidfd_raw = -1;
   py_.PyOS_BeforeFork();
-  const pid_t pid = sandbox::clone_into(sandbox::run_namespace_flags(!options_.network), &pidfd_raw);
+  const pid_t pid = sandbox::clone_into(sandbox::run_namespace_flags(options_.own_network), &pidfd_raw);
   if (pid == 0) child(wr.get());
   const int clone_errno = errno;
   py_.PyOS_AfterFork_Parent();
@@ -338,7 +341,7 @@ int main(int argc, char** argv) {
     write_line(options.report_fd, {{"error", error}});
     return 1;
   }
-  write_line(options.report_fd, {{"ready", true}, {"python", floor->python_version()}});
+  write_line(options.report_fd, {{"ready", true}, {"python", floor->python_version()}, {"own_network", options.own_network}});
   if (options.runs > 0) {
     write_line(options.report_fd, floor->batch(options.runs));
     return 0;

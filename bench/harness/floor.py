@@ -117,6 +117,8 @@ class FloorProcess:
             self.close()
             raise
         self.python_version = hello.get("python")
+        # Whether each run got a network namespace of its own, as the server's runs do.
+        self.own_network = bool(hello.get("own_network"))
 
     def _answer(self, timeout: float) -> dict:
         line = self.lines.read(timeout)
@@ -208,7 +210,8 @@ class FloorSeries:
                 # This process and the children it reaped, per run: what the cores must spend.
                 "cpu_ms_per_run": self.cpu_us / 1e3 / self.runs if self.runs else None,
                 "page_faults_per_run": self.minflt / self.runs if self.runs else None,
-                "python_version": self.process.python_version}
+                "python_version": self.process.python_version,
+                "own_network": self.process.own_network}
 
 
 @dataclass

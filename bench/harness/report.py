@@ -189,6 +189,16 @@ def page_touch_text(pt: Optional[dict]) -> str:
             f"fork of a process holding {pt['pages'] * pt['page_size'] >> 20} MiB {pt['fork_us']:.0f} µs")
 
 
+def _floor_own_network(results: dict) -> bool:
+    """Whether the floor's runs had network namespaces of their own (as the server's do with
+    --network off, and with --network on as root with pasta and nft)."""
+    floors = [_get(w, "systems", "floor") for w in (results.get("sequential") or {}).values()]
+    said = [f.get("own_network") for f in floors if isinstance(f, dict) and "own_network" in f]
+    if said:
+        return any(said)
+    return (results.get("floor") or {}).get("network") == "off"
+
+
 def _floor_section(results: dict) -> list[str]:
     fl = results.get("floor") or {}
     lines = ["## Against the floor (same session)", ""]
@@ -197,7 +207,7 @@ def _floor_section(results: dict) -> list[str]:
     lines.append(f"The floor: `mpes-bench-floor` embeds the server's interpreter ({fl.get('python')}) "
                  "as the zygote does, in the zygote's bubblewrap sandbox, and per run clones one "
                  "child into the run's namespaces (user, pid, mount, ipc, uts, cgroup"
-                 + (", net" if fl.get("network") == "off" else "")
+                 + (", net" if _floor_own_network(results) else "")
                  + ") with its tmpfs mounts and /proc, runs the code with stdout to a pipe read to "
                  "EOF, and reaps it: no protocol, no second process, no identity change, limits or "
                  "seccomp. Workloads other than pandas are compared with the hello floor.")

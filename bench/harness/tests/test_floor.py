@@ -158,6 +158,18 @@ class RealFloorTest(unittest.TestCase):
         self.assertEqual((b["errors"], len(b["samples_ns"])), (0, 2), b.get("first_error"))
         self.assertGreater(b["cpu_us"], 0)
 
+    def test_runs_get_a_network_namespace_of_their_own_when_the_servers_do(self):
+        # With --network off every run has its own (loopback only); with on, as root with pasta
+        # and nft, the server's runs do too, and the floor says whether it followed.
+        off = fl.FloorSetup(self.setup.binary, "/usr/bin/python3", "off", self.tmp.name)
+        proc = off.start(fl.FloorWorkload(key="hello", title="net", code="import socket\n"
+                                          "print(sorted(n for _, n in socket.if_nameindex()))\n",
+                                          expect="['lo']"))
+        self.addCleanup(proc.close)
+        self.assertTrue(proc.own_network)
+        b = proc.batch(1, timeout=60)
+        self.assertEqual(b["errors"], 0, b.get("first_error"))
+
     def test_output_that_lacks_the_expected_text_is_an_error(self):
         proc = self.setup.start(fl.FloorWorkload(key="hello", title="wrong", code="print(1)\n",
                                                  expect="499500"))
@@ -254,6 +266,14 @@ class FloorReportTest(unittest.TestCase):
         self.assertIn("- **PASS** hello p50 ≤ 1.3× its floor", md)
         self.assertIn("- **MISS** numpy + pandas p50 ≤ 1.3× its floor", md)
         self.assertIn("| print('hello') | " + report.FLOOR_TITLE + " | 5 | 2.00 |", md)
+
+    def test_the_floor_says_when_its_runs_had_a_network_namespace_of_their_own(self):
+        r = _results()
+        md = report.to_markdown(dict(r, quick=True, started_at="now", iterations={}, baselines=[], targets=[]))
+        self.assertIn("(user, pid, mount, ipc, uts, cgroup) with", md)
+        r["sequential"]["hello"]["systems"]["floor"]["own_network"] = True
+        md = report.to_markdown(dict(r, quick=True, started_at="now", iterations={}, baselines=[], targets=[]))
+        self.assertIn("(user, pid, mount, ipc, uts, cgroup, net) with", md)
 
     def test_a_skipped_floor_says_why(self):
         md = report.to_markdown(_results(floor={"skipped": "no floor program at /x"}, quick=True,
