@@ -356,7 +356,7 @@ def _measure_workload(session: server_runs.Session, baselines: list[bl.Baseline]
         s.warm()
     py = None
     if pysrv is not None:
-        py = server_runs.ServerSeries(pysrv.session, w, n_base, plan.budget_s)
+        py = server_runs.ServerSeries(pysrv.session, w.for_reference(), n_base, plan.budget_s)
         py.warm(1)
     for left in range(plan.rounds, 0, -1):
         srv.measure(_slice(srv.target - len(srv.samples), left))

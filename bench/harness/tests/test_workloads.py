@@ -19,6 +19,15 @@ class CheckTest(unittest.TestCase):
         self.assertIsNone(EXCEPTION.check("", tb, 1))
         self.assertIn("stderr lacks", EXCEPTION.check("", tb.replace("line 2", "line 9"), 1))
 
+    def test_the_python_server_is_checked_with_its_own_traceback_line_numbers(self):
+        # Its tracebacks count the lines of its wrapper file (README, Differences).
+        theirs = ('Traceback (most recent call last):\n  File "/tmp/mcp-py-x/script.py", line 11, in <module>\n'
+                  '    outer()\n  File "/tmp/mcp-py-x/script.py", line 6, in inner\n'
+                  "    raise ValueError('benchmark exception')\nValueError: benchmark exception\n")
+        self.assertIsNone(EXCEPTION.for_reference().check("", theirs, 1))
+        self.assertIn("line 2, in inner", EXCEPTION.check("", theirs, 1))
+        self.assertIs(HELLO.for_reference(), HELLO)
+
     def test_truncated_output_is_not_a_megabyte(self):
         self.assertIsNone(OUTPUT_1MB.check(("x" * 1023 + "\n") * 1024, "", 0))
         self.assertIn("bytes", OUTPUT_1MB.check("x" * 102400, "", 0))
