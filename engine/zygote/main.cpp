@@ -20,6 +20,7 @@
 #include <ftw.h>
 #include <linux/close_range.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -328,6 +329,7 @@ class Zygote {
   sandbox::ChildSpec base_spec_;
   unsigned spares_wanted_ = 2;
   bool stopping_ = false;
+  std::uint64_t rss_bytes_ = 0;  // ours, read after the last top-up (off the runs' path)
 };
 
 int Zygote::start() {
@@ -397,7 +399,7 @@ int Zygote::start() {
     const std::string version = py_->Py_GetVersion();
     ready.python_version = version.substr(0, version.find(' '));
   }
-  ready.rss_bytes = own_rss_bytes();
+  ready.rss_bytes = rss_bytes_ = own_rss_bytes();
   ready.tasks = static_cast<std::uint32_t>(count_tasks());
   ready.warnings = warnings;
   // The first run's child starts preparing before READY, so the first run finds it (nearly) done.
@@ -788,6 +790,9 @@ void Zygote::run_init(const sandbox::ChildSpec& spec) {
   StatusRecord record;
   if (!reap_until_script_ends(script, record)) ::_exit(kSetupFailedExit);
   write_record(record);  // the zygote answers from this, not from our exit
+  // The zygote, just woken by that record, is often placed on this CPU: let it answer before
+  // our exit tears the run down (the whole address space, then the namespaces).
+  ::sched_yield();
   ::_exit(0);  // the kernel now kills whatever the script left running
 }
 
@@ -1000,11 +1005,15 @@ void Zygote::read_status(Child& child) {
 void Zygote::send_exited(Child& child, z::ExitedMessage exited) {
   child.reported = true;
   if (stopping_) return;
-  exited.zygote_rss_bytes = own_rss_bytes();
+  exited.zygote_rss_bytes = rss_bytes_;
   if (const int err = z::send_message(z::kControlFd, exited); err != 0) {
     log(std::string("cannot send EXITED: ") + std::strerror(err));
   }
+  // The server, just woken by EXITED, is often placed on this CPU: let it answer before the
+  // fork of a new spare takes the CPU for most of a millisecond.
+  ::sched_yield();
   top_up_spares();
+  rss_bytes_ = own_rss_bytes();
 }
 
 // A spare that died before taking a run: say why in the log (the next run forks a new one).
