@@ -69,7 +69,13 @@ NetlinkSocket NetlinkSocket::open(int netns_fd) {
   InNamespace in(netns_fd);
   s.sock_.reset(nl_socket_alloc());
   if (!s.sock_) throw NetlinkError("netlink: out of memory");
-  if (const int err = nl_connect(s.sock_.get(), NETLINK_ROUTE); err < 0) fail("netlink socket", err);
+  errno = 0;
+  if (const int err = nl_connect(s.sock_.get(), NETLINK_ROUTE); err < 0) {
+    // libnl reports errno values it has no code for (EMFILE, ENFILE, ...) as "Unspecific
+    // failure": say what the system said.
+    if (errno != 0) fail_errno("netlink socket", errno);
+    fail("netlink socket", err);
+  }
   // libnl opens it without close-on-exec.
   ::fcntl(nl_socket_get_fd(s.sock_.get()), F_SETFD, FD_CLOEXEC);
   s.netns_ = own_netns();
