@@ -118,7 +118,6 @@ void Execution::start(Launch launch, const std::string& script, std::uint32_t ti
       RunCgroups::Prepared prepared = config_.cgroups->take();
       cgroup_ = std::move(prepared.cgroup);
       join = std::move(prepared.join);
-      cgroup_stats_ = std::move(prepared.stats);
     }
   } catch (const std::exception& e) {
     fail(std::string("cannot prepare the run: ") + e.what());
@@ -150,6 +149,8 @@ void Execution::start(Launch launch, const std::string& script, std::uint32_t ti
   }
   launch_ = std::move(launch);
   if (state_ == State::finished) return;  // it could not be taken (failed already)
+  // While the run runs: its counter files, so that its end is one pread per file.
+  if (!cgroup_.empty()) cgroup_stats_ = cgroup_.open_stats();
   // The run holds the only write ends now: EOF means the run is done with them.
   for (std::size_t i = 0; i < pipes.size(); ++i) {
     pipes[i].second.reset();

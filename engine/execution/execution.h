@@ -101,7 +101,7 @@ class Execution : public std::enable_shared_from_this<Execution> {
   sandbox::UniqueFd pidfd_;
   bool kill_when_started_ = false;
   sandbox::RunCgroup cgroup_;
-  sandbox::CgroupCounters cgroup_stats_;  // its counter files, opened with it
+  sandbox::CgroupCounters cgroup_stats_;  // its counter files, opened once the run was sent
   asio::steady_timer deadline_;
   asio::steady_timer answer_timer_;  // the answer bound after a kill, then the pipe drain grace
 

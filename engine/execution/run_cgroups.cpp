@@ -18,7 +18,6 @@ RunCgroups::Prepared RunCgroups::make(const sandbox::CgroupSetup& setup, const s
   Prepared p;
   p.cgroup = sandbox::RunCgroup::create(setup, "run-" + std::to_string(n), limits);
   p.join = p.cgroup.open_join_fds();
-  p.stats = p.cgroup.open_stats();
   return p;
 }
 

@@ -1,8 +1,8 @@
 // Run cgroups made before the runs that will use them.
 //
 // A run's control groups (sandbox/cgroup.h) are a mkdir per controller, a limit file or three
-// written, and the join and counter files opened: about twenty filesystem calls, two of them
-// kernfs mkdirs (~0.1 ms each here). Made when a call arrives, they sat on its critical path.
+// written and the join files opened: a dozen filesystem calls, two of them kernfs mkdirs (~0.1 ms
+// each here). Made when a call arrives, they sat on its critical path.
 // This keeps `ahead` of them ready, made on the cgroup worker thread (the one that also removes
 // runs' cgroups, in order) and refilled after each take; a run that finds none ready (a burst
 // larger than `ahead`) makes its own at once, exactly as before. Every run still gets a fresh
@@ -28,12 +28,12 @@ namespace engine {
 
 class RunCgroups {
  public:
-  // One run's cgroup(s) with the files a run needs opened: the join fds that travel with the run
-  // and the counters read after it.
+  // One run's cgroup(s) with the join fds that travel with the run. (Its counter files are
+  // opened by the run once it has been sent, not held here: a server near its fd limit would
+  // spend 7 fds per ready cgroup on them.)
   struct Prepared {
     sandbox::RunCgroup cgroup;
     sandbox::JoinFds join;
-    sandbox::CgroupCounters stats;
   };
 
   // `setup` must outlive this and be complete before the first take() (the server's cgroups are

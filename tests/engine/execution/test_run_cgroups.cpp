@@ -1,7 +1,7 @@
 // Run cgroups made ahead (engine/execution/run_cgroups.h), on this host's real hierarchies (root
 // needed; skipped with a warning otherwise): a take finds one ready once the worker made it, each
-// take is a fresh cgroup with the limits and its files opened, a burst makes its own, and stop()
-// removes what is ready.
+// take is a fresh cgroup with the limits and its join files opened, a burst makes its own, and
+// stop() removes what is ready.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -62,7 +62,6 @@ TEST_CASE("run cgroups are made ahead on the worker, fresh for each run, and rem
         CHECK(dir_exists(d));
       }
       CHECK(p.join.fds().size() == p.cgroup.dirs().size());
-      CHECK(p.stats.read().pids_limit_hits == 0);  // its counter files are open
       std::string pids_max;
       for (const auto& d : p.cgroup.dirs()) {
         if (d.find("/pids/") != std::string::npos || setup.version == sandbox::CgroupVersion::v2) {
