@@ -462,3 +462,132 @@ describe('a build cannot poison the cache, the environment store or the home', (
     });
   }
 });
+
+// A build cannot write the environment being built. The backend below, run by the installer for
+// an sdist installed next to a wheel (the victim), tries synchronously to plant a .pth file in the
+// environment's directory and in the sandbox's /tmp (where the front-end stages and caches the
+// victim's files), then leaves a daemon that, for as long as the installer runs, rewrites every
+// copy of the victim's module it finds (the environment, uv's unpacked wheels, pip's staging) and
+// drops a .pth file into every directory it walks. Then it builds a wheel whose module says what the
+// synchronous attempts achieved. The install must succeed with the real victim and nothing planted.
+const WALL_BACKEND = String.raw`
+import base64, hashlib, os, sys, time, zipfile
+def _targets():
+    envs = os.path.join(CACHE, "envs")
+    return [os.path.join(envs, n, "site") for n in os.listdir(envs) if n.startswith(".tmp-")]
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+def _attempts():
+    out = []
+    def attempt(name, path):
+        try:
+            _write(path, "import sys\n")
+            out.append(name + "=written")
+        except OSError as e:
+            out.append(name + "=" + (e.strerror or type(e).__name__).replace(" ", "_"))
+    for target in _targets():
+        attempt("target", os.path.join(target, "mpes_h_planted.pth"))
+    attempt("tmp", "/tmp/mpes_h_planted.pth")
+    return " ".join(out)
+def _daemon():
+    if os.fork() != 0:
+        return
+    os.setsid()
+    if os.fork() != 0:
+        os._exit(0)
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    roots = _targets() + ["/tmp"]
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        for root in roots:
+            for d, dirs, files in os.walk(root):
+                dirs[:] = [n for n in dirs if n != ".mpes-interpreter"]
+                if os.path.basename(d) == "mpes_h_victim" and "__init__.py" in files:
+                    try:
+                        _write(os.path.join(d, "__init__.py"), 'VALUE = "VICTIM_POISONED"\n')
+                    except OSError:
+                        pass
+                try:
+                    _write(os.path.join(d, "mpes_h_planted.pth"), "import sys\n")
+                except OSError:
+                    pass
+        time.sleep(0.02)
+    os._exit(0)
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    result = _attempts()
+    _daemon()
+    dist = "mpes_h_wall-1.0.dist-info"
+    files = {"mpes_h_wall/__init__.py": "RESULT = %r\n" % result,
+             dist + "/METADATA": "Metadata-Version: 2.1\nName: mpes_h_wall\nVersion: 1.0\n",
+             dist + "/WHEEL": "Wheel-Version: 1.0\nGenerator: mpes-e2e\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = ["%s,sha256=%s,%d" % (p, base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b"=").decode(),
+                                   len(t.encode())) for p, t in files.items()]
+    files[dist + "/RECORD"] = "\n".join(record + [dist + "/RECORD,,"]) + "\n"
+    name = "mpes_h_wall-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
+        for p, t in files.items():
+            z.writestr(p, t)
+    return name
+`;
+
+describe('a build cannot write the environment being built, nor what the front-end stages for it', () => {
+  const uv = findUv();
+  for (const installer of ['pip', 'uv']) {
+    const skip = installer === 'uv' && !uv ? `SKIPPED: ${uvUnavailable}` : false;
+    test(`with ${installer}: the environment is the real one, nothing planted`, { skip, timeout: 600000 }, async () => {
+      const wallWheels = tempDir('mpes-e2e-hostile-wall-');
+      const cache = tempDir('mpes-e2e-hostile-cache-', path.join(os.homedir(), '.cache'));
+      writePackages(wallWheels, [
+        { name: 'mpes_h_victim', version: '1.0', files: { 'mpes_h_victim/__init__.py': 'VALUE = "VICTIM_REAL"\n' } },
+        { name: 'mpes_h_wall', version: '1.0', sdist_backend: `CACHE = ${JSON.stringify(cache)}\n${WALL_BACKEND}` },
+      ]);
+      const args = ['--find-links', wallWheels, '--offline', '--cache-dir', cache, '--log-level', 'info'];
+      let conn;
+      try {
+        conn = installer === 'pip'
+          ? await connect([...args, '--uv-path', '/nonexistent/uv'])
+          : await connect(args, { env: envWithUv(uv) });
+        const env = await conn.client.callTool({ name: 'check_environment', arguments: {} });
+        const installerLine = env.structuredContent?.engine?.environments?.installer ?? '';
+        const confined = /builds from source: landlock ABI \d+: each build writes only its own directories/
+          .test(installerLine);
+        // Where the kernel has Landlock (runs are scoped by it), builds are confined by it too.
+        if (/^landlock ABI/.test(env.structuredContent?.engine?.run_scoping ?? '')) assert.ok(confined, installerLine);
+        const result = await conn.client.callTool(
+          { name: 'execute_python', arguments: {
+            script: 'import mpes_h_victim, mpes_h_wall\nprint(mpes_h_victim.VALUE)\nprint(mpes_h_wall.RESULT)\n',
+            dependencies: ['mpes_h_victim', 'mpes_h_wall'], timeout_seconds: 240 } },
+          undefined, { timeout: 300000 },
+        );
+        const text = textOf(result);
+        if (!confined) {
+          // Without Landlock the build is not confined: the RECORD check must still refuse a
+          // poisoned environment, or the daemon lost the race.
+          assert.ok(result.structuredContent?.end_reason === 'install_failed' || /VICTIM_REAL/.test(text), text);
+          return;
+        }
+        assert.equal(result.structuredContent?.exit_code, 0, text);
+        const [value, attempts] = result.structuredContent.stdout.trim().split('\n');
+        assert.equal(value, 'VICTIM_REAL', text);
+        assert.match(attempts, /^target=Permission_denied tmp=Permission_denied$/, text);
+        assert.deepEqual(filesNamed(path.join(cache, 'envs'), 'mpes_h_planted.pth'), []);
+        // The published environment, as a later run gets it.
+        const again = await conn.client.callTool(
+          { name: 'execute_python', arguments: { script: 'import mpes_h_victim\nprint(mpes_h_victim.VALUE)\n',
+            dependencies: ['mpes_h_victim', 'mpes_h_wall'], timeout_seconds: 60 } },
+          undefined, { timeout: 120000 },
+        );
+        assert.equal(again.structuredContent?.stdout, 'VICTIM_REAL\n', textOf(again));
+      } finally {
+        await conn?.client.close();
+        fs.rmSync(cache, { recursive: true, force: true });
+        fs.rmSync(wallWheels, { recursive: true, force: true });
+      }
+    });
+  }
+});

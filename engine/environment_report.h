@@ -46,7 +46,9 @@ struct EnvironmentsStatus {
   std::uint64_t max_bytes = 0;
   std::uint64_t bytes = 0;
   std::uint64_t environments = 0;
-  std::string installer;          // "uv 0.x.y (/path)" or "pip (python -m pip)"
+  // "uv 0.x.y (/path)" or "pip (python -m pip)"; sandboxed, then "; builds from source: " and
+  // what confines them (deps::build_confinement).
+  std::string installer;
   std::string uv_version;         // `uv --version` of the uv installs use; "" when none runs
   bool installer_sandboxed = true;
   std::string cache_warming;      // "not started", "running", "done ...", "failed ...", "disabled ..."

@@ -1,5 +1,6 @@
 #include "sandbox/landlock.h"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,6 +40,25 @@ LandlockProbe probe_landlock() {
   return probe;
 }
 
+namespace {
+
+// Why the kernel gives no Landlock domain (abi == 0), in words a user can act on.
+std::string unavailable_reason(const LandlockProbe& probe) {
+  if (probe.error == ENOSYS) {
+    return "this kernel has no Landlock (ENOSYS; Linux 6.12 with CONFIG_SECURITY_LANDLOCK has all of it)";
+  }
+  if (probe.error == EOPNOTSUPP) {
+    return "Landlock is built in but not enabled (EOPNOTSUPP; add landlock to the lsm= boot parameter)";
+  }
+  if (probe.error == EPERM) {
+    return "the landlock syscalls are denied (EPERM), e.g. by a container's seccomp profile; allow "
+           "landlock_create_ruleset, landlock_add_rule and landlock_restrict_self (they only restrict)";
+  }
+  return std::string("landlock_create_ruleset failed: ") + std::strerror(probe.error);
+}
+
+}  // namespace
+
 RunScoping plan_run_scoping(bool isolate, const LandlockProbe& probe) {
   RunScoping plan;
   if (!isolate) {
@@ -56,13 +76,8 @@ RunScoping plan_run_scoping(bool isolate, const LandlockProbe& probe) {
           " has no scoping (ABI 6, Linux 6.12, scopes abstract unix sockets and signals)";
   } else if (probe.error == ENOSYS) {
     why = "this kernel has no Landlock (ENOSYS; Linux 6.12 with CONFIG_SECURITY_LANDLOCK scopes runs)";
-  } else if (probe.error == EOPNOTSUPP) {
-    why = "Landlock is built in but not enabled (EOPNOTSUPP; add landlock to the lsm= boot parameter)";
-  } else if (probe.error == EPERM) {
-    why = "the landlock syscalls are denied (EPERM), e.g. by a container's seccomp profile; allow "
-          "landlock_create_ruleset and landlock_restrict_self (they only restrict)";
   } else {
-    why = std::string("landlock_create_ruleset failed: ") + std::strerror(probe.error);
+    why = unavailable_reason(probe);
   }
   plan.description = "unavailable: " + why + kUnscoped;
   return plan;
@@ -84,22 +99,84 @@ void apply_run_scoping(std::uint64_t scoped) {
   }
 }
 
-bool apply_no_network_domain(const LandlockProbe& probe) {
-  if (probe.abi < kFirstNetworkAbi) return false;
-  RulesetAttr attr;
-  attr.handled_access_net = kNetBindTcp | kNetConnectTcp;  // and no rule allows any port
-  if (probe.abi >= kFirstScopingAbi) attr.scoped = kScopeAbstractUnixSocket | kScopeSignal;
-  // An ABI 4-5 kernel rejects a struct that sets `scoped`; its size is fine when zero.
-  UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U)));
-  if (!ruleset) {
-    throw SetupError(std::string("sandbox: landlock_create_ruleset (a build without network) failed: ") +
-                     std::strerror(errno));
+std::uint64_t filesystem_write_rights(int abi) {
+  if (abi < 1) return 0;
+  std::uint64_t rights = kFsWriteFile | kFsRemoveDir | kFsRemoveFile | kFsMakeChar | kFsMakeDir | kFsMakeReg |
+                         kFsMakeSock | kFsMakeFifo | kFsMakeBlock | kFsMakeSym;
+  if (abi >= 2) rights |= kFsRefer;
+  if (abi >= kFirstTruncateAbi) rights |= kFsTruncate;
+  return rights;
+}
+
+namespace {
+
+constexpr int kRulePathBeneath = 1;  // LANDLOCK_RULE_PATH_BENEATH
+
+struct __attribute__((packed)) PathBeneathAttr {
+  std::uint64_t allowed_access = 0;
+  std::int32_t parent_fd = -1;
+};
+
+// Allows `rights` beneath `path` (or on it, a file); false when the path does not exist.
+bool add_path_rule(int ruleset, const std::string& path, std::uint64_t rights) {
+  UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    throw SetupError("sandbox: cannot open " + path + " for a build's Landlock rule: " + std::strerror(errno));
   }
-  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0U) != 0) {
-    throw SetupError(std::string("sandbox: landlock_restrict_self (a build without network) failed: ") +
-                     std::strerror(errno) + " (it needs no_new_privs)");
+  PathBeneathAttr rule;
+  rule.allowed_access = rights;
+  rule.parent_fd = fd.get();
+  if (::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0U) != 0) {
+    throw SetupError("sandbox: landlock_add_rule (a build may write " + path + ") failed: " + std::strerror(errno));
   }
   return true;
+}
+
+}  // namespace
+
+BuildDomainApplied apply_build_domain(const LandlockProbe& probe, const BuildDomain& domain) {
+  BuildDomainApplied applied;
+  if (probe.abi < 1) return applied;
+  RulesetAttr attr;
+  attr.handled_access_fs = filesystem_write_rights(probe.abi);
+  if (!domain.network && probe.abi >= kFirstNetworkAbi) {
+    attr.handled_access_net = kNetBindTcp | kNetConnectTcp;  // and no rule allows any port
+    applied.network = true;
+  }
+  if (probe.abi >= kFirstScopingAbi) attr.scoped = kScopeAbstractUnixSocket | kScopeSignal;
+  // Older kernels reject a struct that sets what they do not know; its size is fine when zero.
+  UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U)));
+  if (!ruleset) {
+    throw SetupError(std::string("sandbox: landlock_create_ruleset (a build's domain) failed: ") +
+                     std::strerror(errno));
+  }
+  for (const auto& dir : domain.writable_dirs) add_path_rule(ruleset.get(), dir, attr.handled_access_fs);
+  const std::uint64_t file_rights = attr.handled_access_fs & (kFsWriteFile | kFsTruncate);
+  for (const auto& file : domain.writable_files) add_path_rule(ruleset.get(), file, file_rights);
+  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0U) != 0) {
+    throw SetupError(std::string("sandbox: landlock_restrict_self (a build's domain) failed: ") +
+                     std::strerror(errno) + " (it needs no_new_privs)");
+  }
+  applied.filesystem = true;
+  return applied;
+}
+
+BuildConfinement plan_build_confinement(const LandlockProbe& probe) {
+  BuildConfinement plan;
+  if (probe.abi >= kFirstTruncateAbi) {
+    plan.confined = true;
+    plan.description = "landlock ABI " + std::to_string(probe.abi) + ": each build writes only its own directories";
+  } else if (probe.abi > 0) {
+    plan.confined = true;
+    plan.description = "landlock ABI " + std::to_string(probe.abi) +
+                       ": each build writes only its own directories, but may truncate a file it can "
+                       "open (ABI 3, Linux 6.2, controls truncation)";
+  } else {
+    plan.description = "unavailable: " + unavailable_reason(probe) +
+                       "; builds from source can write the environment being built";
+  }
+  return plan;
 }
 
 }  // namespace sandbox

@@ -539,6 +539,9 @@ void Environments::report(std::function<void(EnvironmentsStatus)> done) {
     } else {
       status.installer = "pip (python -m pip)";
     }
+    if (self->config.installer.sandboxed) {
+      status.installer += "; builds from source: " + deps::build_confinement(self->config.installer).description;
+    }
     status.installer_sandboxed = self->config.installer.sandboxed;
     status.cache_warming = warm;
     asio::post(self->io, [status = std::move(status), done = std::move(done)] { done(status); });

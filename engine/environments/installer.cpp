@@ -42,8 +42,9 @@ std::vector<std::string> installer_command(InstallerKind kind, const std::string
                                            const Interpreter& interpreter, const std::string& target,
                                            const std::string& cache_dir, const IndexOptions& index,
                                            const std::vector<std::string>& requirements,
-                                           InstallPass pass) {
+                                           InstallPass pass, bool confined_builds) {
   const bool wheels_only = pass == InstallPass::wheels_only;
+  confined_builds = confined_builds && !wheels_only;
   std::vector<std::string> cmd;
   if (kind == InstallerKind::uv) {
     // Copies, never hard links: the environment must not share inodes with a writable cache.
@@ -53,12 +54,15 @@ std::vector<std::string> installer_command(InstallerKind kind, const std::string
     } else {
       cmd.emplace_back("--no-cache");
     }
-    cmd.insert(cmd.end(), {"--link-mode", "copy", "--compile-bytecode", "--no-progress"});
+    cmd.insert(cmd.end(), {"--link-mode", "copy"});
+    if (!confined_builds) cmd.emplace_back("--compile-bytecode");
+    cmd.emplace_back("--no-progress");
   } else {
     // -I: no PYTHON* variables, no user site, no cwd on sys.path.
     cmd = {interpreter.executable, "-I", "-m", "pip", "install", "--target", target,
            "--no-input", "--disable-pip-version-check", "--no-warn-script-location",
            "--progress-bar", "off"};
+    if (confined_builds) cmd.insert(cmd.begin() + 1, kFrontEndFlag);
     if (wheels_only) {
       cmd.insert(cmd.end(), {"--cache-dir", cache_dir, "--only-binary", ":all:"});
     } else {
@@ -85,6 +89,12 @@ std::vector<std::string> installer_command(InstallerKind kind, const std::string
   cmd.emplace_back("--");
   cmd.insert(cmd.end(), requirements.begin(), requirements.end());
   return cmd;
+}
+
+std::vector<std::string> bytecode_command(const Interpreter& interpreter, const std::string& target) {
+  // -q: errors only (a file that does not compile is left as source, as uv and pip leave it);
+  // -j 0: one process per core.
+  return {interpreter.executable, "-I", "-m", "compileall", "-q", "-j", "0", target};
 }
 
 namespace {
@@ -191,6 +201,20 @@ std::string decisive_lines(std::string_view output) {
   }
   if (!text.empty()) text.pop_back();
   return text;
+}
+
+sandbox::BuildConfinement build_confinement(const InstallerOptions& options) {
+  if (!options.sandboxed) return {false, "not sandboxed (--sandbox-backend none)"};
+  if (options.container) {
+    return {false, "not confined to their own directories (the docker backend's installer container has no "
+                   "build-python stand-in): they can write the environment being built"};
+  }
+  if (options.build_python_path.empty()) {
+    return {false, "not confined to their own directories (no build-python stand-in was given): they can "
+                   "write the environment being built"};
+  }
+  static const sandbox::BuildConfinement probed = sandbox::plan_build_confinement(sandbox::probe_landlock());
+  return probed;
 }
 
 InstallerIdentity installer_identity(const InstallerOptions& options) {
@@ -392,18 +416,26 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
     }
   }
 
-  // --network off with a network for the front-end: builds get none (build_python.h).
+  // Builds from source run through the stand-in (build_python.h): each writes only its own
+  // directories and, with --network off and a network for the front-end, has none.
   const bool builds_offline = options.builds_without_network && options.sandboxed && !options.container &&
                               !options.index.offline;
   if (builds_offline && options.build_python_path.empty()) {
     throw InstallerUnavailable("builds cannot be kept off the network: no build-python stand-in was given");
   }
+  const bool confine_builds = options.sandboxed && !options.container && !options.build_python_path.empty();
+  if (builds_offline) env.push_back(std::string(kNoNetworkVariable) + "=1");
 
-  // One pass (InstallPass): the shared cache writable in the wheels_only pass only.
-  auto process_spec = [&](InstallPass pass) {
+  // One pass (InstallPass): the shared cache writable in the wheels_only pass only. Or, after a
+  // uv pass whose builds were confined, the bytecode compilation (`bytecode`): no network, no
+  // stand-in.
+  auto process_spec = [&](InstallPass pass, bool bytecode = false) {
     const std::string pass_cache = pass == InstallPass::wheels_only ? cache : std::string();
-    std::vector<std::string> command = installer_command(
-        kind, uv_program, interp, request.target, cache, options.index, request.requirements, pass);
+    const bool stand_in = pass == InstallPass::with_builds && confine_builds && !bytecode;
+    std::vector<std::string> command =
+        bytecode ? bytecode_command(interp, request.target)
+                 : installer_command(kind, uv_program, interp, request.target, cache, options.index,
+                                     request.requirements, pass, stand_in);
     sandbox::ProcessSpec spec;
     spec.env = env;
     spec.umask = 022;
@@ -433,12 +465,16 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
     }
     sandbox::BwrapSandbox box = installer_sandbox(
         bwrap_program, interp, uv_program, options.index, request.target, pass_cache, std::move(command),
-        passthrough.host_paths, pass == InstallPass::with_builds && builds_offline ? options.build_python_path : "");
+        passthrough.host_paths, stand_in ? options.build_python_path : "");
     // bwrap reads the program from the fd's offset, which the previous pass moved.
     ::lseek(seccomp.get(), 0, SEEK_SET);
     spec.fds = {seccomp.get()};
     box.seccomp_fd = 3;
-    if (network) spec.netns_fd = network->netns_fd();
+    if (bytecode) {
+      box.network = false;  // loopback only
+    } else if (network) {
+      spec.netns_fd = network->netns_fd();
+    }
     spec.argv = sandbox::build_bwrap_argv(box);
     if (who.dropped) {
       // The unprivileged installer may not traverse to them (pyenv or the cache under a 0700
@@ -480,7 +516,23 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
     empty_directory(request.target);
     spdlog::info("{}: not from wheels alone; again with builds allowed and no shared cache",
                  request.target);
+    const sandbox::BuildConfinement confinement = build_confinement(options);
+    if (!confinement.confined) {
+      spdlog::warn("{}: builds from source: {}", request.target, confinement.description);
+    }
+    outcome.builds_confined = confine_builds && confinement.confined;
     outcome.process = sandbox::run_process(process_spec(InstallPass::with_builds), on_line, kill_switch);
+    if (outcome.process.ok() && confine_builds && kind == InstallerKind::uv) {
+      // What uv was not asked to do (installer_command): compiled by the interpreter alone.
+      const sandbox::ProcessResult compiled =
+          sandbox::run_process(process_spec(InstallPass::with_builds, true), on_line, kill_switch);
+      if (compiled.killed || compiled.timed_out) {
+        outcome.process = compiled;
+      } else if (!compiled.ok()) {
+        spdlog::warn("{}: some files were left without bytecode: {}", request.target,
+                     decisive_lines(compiled.err + "\n" + compiled.out));
+      }
+    }
   }
   const auto& p = outcome.process;
   outcome.ok = p.ok();

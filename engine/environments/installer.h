@@ -18,6 +18,7 @@
 #include "engine/environments/installer_config.h"
 #include "engine/interpreters/discovery.h"
 #include "sandbox/bwrap_command.h"
+#include "sandbox/landlock.h"
 #include "sandbox/policy.h"
 #include "sandbox/process.h"
 
@@ -34,12 +35,20 @@ namespace engine::deps {
 enum class InstallPass { wheels_only, with_builds };
 
 // The full installer command line (before sandboxing). `requirements` are PEP 508 strings.
-// `cache_dir` is used by the wheels_only pass only.
+// `cache_dir` is used by the wheels_only pass only. `confined_builds` (with_builds pass, the
+// builds' stand-in bound over the interpreter, build_python.h): pip's process is started with the
+// stand-in's front-end flag, and uv is not asked to compile bytecode (its compiling processes
+// would be confined like builds; bytecode_command does it after).
 std::vector<std::string> installer_command(InstallerKind kind, const std::string& uv_program,
                                            const Interpreter& interpreter, const std::string& target,
                                            const std::string& cache_dir, const IndexOptions& index,
                                            const std::vector<std::string>& requirements,
-                                           InstallPass pass = InstallPass::wheels_only);
+                                           InstallPass pass = InstallPass::wheels_only,
+                                           bool confined_builds = false);
+
+// Compiles the bytecode of what was installed into `target` (after a uv pass with confined
+// builds), as `uv --compile-bytecode` would: the interpreter's compileall, no package code run.
+std::vector<std::string> bytecode_command(const Interpreter& interpreter, const std::string& target);
 
 // The lines of an installer's output that say why it failed (pip's "ERROR: ...", the conflict
 // explanation, uv's "error:" / "×" / "╰─▶" lines), bounded; the last lines when none match.
@@ -60,12 +69,15 @@ struct InstallerOptions {
   // The user-mode network the installer reaches the index through (sandbox/user_network.h),
   // when the server is root and it is installed; else the host's network (logged).
   std::string pasta_path = "pasta";
-  // --network off: the front-end (uv) fetches, but builds from source run with no network at
-  // all, through `build_python_path` (build_python.h) standing in for the interpreter. pip runs
-  // builds in its own process, so with pip such an install is refused. No effect with --offline
-  // (the installer has no network then) or without a sandbox.
-  bool builds_without_network = false;
+  // Builds from source (the with_builds pass) run through `build_python_path` (build_python.h)
+  // standing in for the interpreter: each writes only its own directories. "" (tests): builds
+  // are not confined, said in the log. Not with the docker backend or without a sandbox.
   std::string build_python_path;  // host path of mcp-python-exec-sandbox-build-python
+  // --network off: the front-end (uv) fetches, but builds from source run with no network at
+  // all (the stand-in takes it away). pip needs the network in the process that starts builds
+  // (to fetch their requirements), so with pip such an install is refused. No effect with
+  // --offline (the installer has no network then) or without a sandbox.
+  bool builds_without_network = false;
   int timeout_seconds = 900;
   // The runs' limits (sandbox/policy.h), applied to the installer's whole tree as to a run's:
   // file size, core dumps off, CPU time (timeout_seconds), and memory and processes per process
@@ -94,7 +106,13 @@ struct InstallOutcome {
   std::string installer;   // "uv 0.x" / "pip" - which ran
   std::string error;       // decisive lines when !ok
   sandbox::ProcessResult process;
+  bool builds_confined = false;  // the with_builds pass ran, its builds in Landlock domains
 };
+
+// What builds from source get from this server, for the log and check_environment: the
+// stand-in's Landlock domain where the kernel has it (sandbox::plan_build_confinement), else why
+// not. Probed once.
+sandbox::BuildConfinement build_confinement(const InstallerOptions& options);
 
 // Which uid the installer will run as (so callers can chown the target and cache to it).
 struct InstallerIdentity {

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <netinet/in.h>
@@ -225,7 +226,9 @@ TEST_CASE("a build without network: no TCP connect or bind, nothing outside scop
     if (tcp_bind() != 0) return 11;
     const bool parent_reachable = open_parent_mem() == 0;
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) return 12;
-    if (!sandbox::apply_no_network_domain(probe)) return 13;
+    sandbox::BuildDomain domain;
+    domain.network = false;
+    if (!sandbox::apply_build_domain(probe, domain).network) return 13;
     test_support::report("connect " + std::to_string(tcp_connect()) + " bind " + std::to_string(tcp_bind()) + "\n");
     if (tcp_connect() != EACCES) return 20;
     if (tcp_bind() != EACCES) return 21;
@@ -235,4 +238,87 @@ TEST_CASE("a build without network: no TCP connect or bind, nothing outside scop
   });
   INFO(r.describe());
   CHECK(r.exited(0));
+}
+
+TEST_CASE("builds: what the kernel's Landlock confines, said", "[landlock]") {
+  auto plan = sandbox::plan_build_confinement(abi(7));
+  CHECK(plan.confined);
+  CHECK(plan.description == "landlock ABI 7: each build writes only its own directories");
+  plan = sandbox::plan_build_confinement(abi(2));
+  CHECK(plan.confined);
+  CHECK_THAT(plan.description, Catch::Contains("may truncate"));
+  plan = sandbox::plan_build_confinement(failed(ENOSYS));
+  CHECK_FALSE(plan.confined);
+  CHECK(plan.description.rfind("unavailable: this kernel has no Landlock (ENOSYS", 0) == 0);
+  CHECK_THAT(plan.description, Catch::Contains("builds from source can write the environment being built"));
+  CHECK(sandbox::filesystem_write_rights(0) == 0);
+  CHECK((sandbox::filesystem_write_rights(3) & sandbox::kFsTruncate) != 0);
+  CHECK((sandbox::filesystem_write_rights(1) & (sandbox::kFsRefer | sandbox::kFsTruncate)) == 0);
+}
+
+TEST_CASE("a build's domain writes beneath its directories and into the devices, nowhere else", "[landlock]") {
+  const auto probe = sandbox::probe_landlock();
+  if (probe.abi < 1) {
+    WARN("no Landlock: builds are not confined");
+    return;
+  }
+  char own_template[] = "/tmp/mpes-test-build-own-XXXXXX";
+  char other_template[] = "/tmp/mpes-test-build-other-XXXXXX";
+  REQUIRE(::mkdtemp(own_template) != nullptr);
+  REQUIRE(::mkdtemp(other_template) != nullptr);
+  const std::string own = own_template;
+  const std::string other = other_template;
+  const std::string victim = other + "/module.py";
+  {
+    UniqueFd fd(::open(victim.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    REQUIRE(fd);
+    REQUIRE(::write(fd.get(), "REAL", 4) == 4);
+  }
+  ChildResult r = run_in_child([&] {
+    auto create = [](const std::string& path) {
+      UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+      return fd ? 0 : errno;
+    };
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) return 10;
+    sandbox::BuildDomain domain;
+    domain.writable_dirs = {own + "/", "/nonexistent/skipped"};
+    domain.writable_files = {"/dev/null"};
+    if (!sandbox::apply_build_domain(probe, domain).filesystem) return 11;
+    // Its own directory: files, directories, renames within it.
+    if (create(own + "/a") != 0) return 20;
+    if (::mkdir((own + "/d").c_str(), 0755) != 0) return 21;
+    if (::rename((own + "/a").c_str(), (own + "/d/b").c_str()) != 0) return 22;
+    if (::unlink((own + "/d/b").c_str()) != 0) return 23;
+    // The device.
+    UniqueFd null(::open("/dev/null", O_WRONLY | O_TRUNC | O_CLOEXEC));
+    if (!null) return 24;
+    // Elsewhere: no new file, no write, no truncation, no removal, no rename into or out of it.
+    test_support::report("create " + std::to_string(create(other + "/planted.pth")) + "\n");
+    if (create(other + "/planted.pth") != EACCES) return 30;
+    if (UniqueFd w(::open(victim.c_str(), O_WRONLY | O_CLOEXEC)); w || errno != EACCES) return 31;
+    if (probe.abi >= sandbox::kFirstTruncateAbi && (::truncate(victim.c_str(), 0) == 0 || errno != EACCES)) return 32;
+    if (::unlink(victim.c_str()) == 0 || errno != EACCES) return 33;
+    if (create(own + "/c") != 0) return 34;
+    if (::rename((own + "/c").c_str(), (other + "/c").c_str()) == 0) return 35;
+    if (::rename(victim.c_str(), (own + "/stolen").c_str()) == 0) return 36;
+    if (::mkdir((other + "/d").c_str(), 0755) == 0 || errno != EACCES) return 37;
+    if (create("/tmp/mpes-test-build-planted") != EACCES) return 38;
+    return 0;
+  });
+  INFO(r.describe());
+  CHECK(r.exited(0));
+  std::string content(8, '\0');
+  {
+    UniqueFd fd(::open(victim.c_str(), O_RDONLY | O_CLOEXEC));
+    REQUIRE(fd);
+    content.resize(static_cast<std::size_t>(::read(fd.get(), content.data(), content.size())));
+  }
+  CHECK(content == "REAL");
+  CHECK(::access((other + "/planted.pth").c_str(), F_OK) != 0);
+  ::unlink("/tmp/mpes-test-build-planted");
+  ::unlink(victim.c_str());
+  ::unlink((own + "/c").c_str());
+  ::rmdir((own + "/d").c_str());
+  ::rmdir(own.c_str());
+  ::rmdir(other.c_str());
 }

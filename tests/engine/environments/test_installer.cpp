@@ -173,6 +173,33 @@ TEST_CASE("only the wheels-only pass has the shared cache; builds get none", "[i
   CHECK_FALSE(contains(pip, "/c/pip"));
 }
 
+TEST_CASE("with confined builds, pip starts as the stand-in's front-end and uv compiles no bytecode",
+          "[installer]") {
+  engine::Interpreter py;
+  py.executable = "/usr/bin/python3.11";
+  const engine::IndexOptions index;
+  using engine::deps::InstallPass;
+  auto pip = engine::deps::installer_command(InstallerKind::pip, "", py, "/t", "/c", index, {"x"},
+                                             InstallPass::with_builds, true);
+  CHECK(std::vector<std::string>(pip.begin(), pip.begin() + 5) ==
+        std::vector<std::string>{"/usr/bin/python3.11", engine::deps::kFrontEndFlag, "-I", "-m", "pip"});
+  auto uv = engine::deps::installer_command(InstallerKind::uv, "/opt/uv", py, "/t", "/c", index, {"x"},
+                                            InstallPass::with_builds, true);
+  CHECK_FALSE(contains(uv, "--compile-bytecode"));
+  CHECK(contains(uv, "copy"));
+  // Unconfined, and in the wheels-only pass whatever is asked: as before.
+  for (const bool confined : {false, true}) {
+    pip = engine::deps::installer_command(InstallerKind::pip, "", py, "/t", "/c", index, {"x"},
+                                          confined ? InstallPass::wheels_only : InstallPass::with_builds, confined);
+    CHECK_FALSE(contains(pip, engine::deps::kFrontEndFlag));
+    uv = engine::deps::installer_command(InstallerKind::uv, "/opt/uv", py, "/t", "/c", index, {"x"},
+                                         confined ? InstallPass::wheels_only : InstallPass::with_builds, confined);
+    CHECK(contains(uv, "--compile-bytecode"));
+  }
+  CHECK(engine::deps::bytecode_command(py, "/t") ==
+        std::vector<std::string>{"/usr/bin/python3.11", "-I", "-m", "compileall", "-q", "-j", "0", "/t"});
+}
+
 TEST_CASE("decisive_lines keeps what says why, not the whole log", "[installer]") {
   // uv's resolver failure, as uv prints it.
   const std::string uv_output =
@@ -336,6 +363,93 @@ TEST_CASE("a package build runs sandboxed: it cannot write to the host", "[insta
   CHECK_FALSE(fs::exists(links_marker));
 }
 
+namespace {
+
+// The builds' stand-in, built beside the unit tests.
+std::string stand_in_path() {
+  return (fs::read_symlink("/proc/self/exe").parent_path() / "mcp-python-exec-sandbox-build-python").string();
+}
+
+// A build backend (after `prelude`, which sets TARGET) that tries to write outside its own
+// directories, then builds a wheel of module mpes_walled whose RESULT says what it achieved.
+std::string walled_backend(const std::string& target) {
+  return "TARGET = " + nlohmann::json(target).dump() + "\n" + R"PY(
+import base64, hashlib, os, zipfile
+def _attempts():
+    out = []
+    def attempt(name, path):
+        try:
+            with open(path, "w") as f:
+                f.write("import sys\n")
+            out.append(name + "=written")
+        except OSError as e:
+            out.append(name + "=" + (e.strerror or type(e).__name__).replace(" ", "_"))
+    attempt("target", os.path.join(TARGET, "mpes_planted.pth"))
+    attempt("tmp", "/tmp/mpes_planted.pth")
+    attempt("own", os.path.join(os.environ["TMPDIR"], "scratch"))
+    attempt("cwd", "scratch")
+    return " ".join(out)
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    dist = "mpes_walled-1.0.dist-info"
+    files = {"mpes_walled/__init__.py": "RESULT = %r\n" % _attempts(),
+             dist + "/METADATA": "Metadata-Version: 2.1\nName: mpes_walled\nVersion: 1.0\n",
+             dist + "/WHEEL": "Wheel-Version: 1.0\nGenerator: mpes-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = ["%s,sha256=%s,%d" % (p, base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b"=").decode(),
+                                   len(t.encode())) for p, t in files.items()]
+    files[dist + "/RECORD"] = "\n".join(record + [dist + "/RECORD,,"]) + "\n"
+    name = "mpes_walled-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
+        for p, t in files.items():
+            z.writestr(p, t)
+    return name
+)PY";
+}
+
+}  // namespace
+
+TEST_CASE("a build writes only its own directories, not the environment being built", "[installer]") {
+  std::vector<std::string> installers = {"/nonexistent/uv"};  // pip
+  if (auto uv = sandbox::find_executable("uv")) installers.push_back(*uv);
+  for (const auto& uv_path : installers) {
+    INFO("uv_path " << uv_path);
+    fixtures::TempDir dir;
+    fixtures::TempDir links;
+    const std::string target = dir.path() + "/site";
+    fs::create_directories(target);
+    fixtures::write_sdist(links.path(), "mpes_walled", "1.0", walled_backend(target));
+    engine::deps::InstallerOptions options;
+    options.uv_path = uv_path;
+    options.index.offline = true;
+    options.index.find_links = {links.path(), wheels()};
+    options.build_python_path = stand_in_path();
+    auto who = engine::deps::installer_identity(options);
+    REQUIRE(::chown(target.c_str(), who.uid, who.gid) == 0);
+    engine::deps::InstallRequest request;
+    request.interpreter = &debian_python();
+    request.requirements = {"mpes_walled", "mpes_leaf"};
+    request.target = target;
+    request.cache_dir = dir.path() + "/cache";
+    auto outcome = engine::deps::run_installer(options, request, {}, nullptr);
+    INFO(outcome.error << outcome.process.err);
+    REQUIRE(outcome.ok);
+    const auto probe = sandbox::probe_landlock();
+    CHECK(outcome.builds_confined == (probe.abi >= 1));
+    const auto result = fixtures::run_python(kDebianPython, {target}, "import mpes_walled; print(mpes_walled.RESULT)");
+    INFO(result);
+    CHECK_THAT(result, Catch::Contains("own=written") && Catch::Contains("cwd=written"));
+    if (probe.abi < 1) {
+      WARN("no Landlock: builds are not confined");
+      continue;
+    }
+    CHECK_THAT(result, Catch::Contains("target=Permission_denied") && Catch::Contains("tmp=Permission_denied"));
+    CHECK_FALSE(fs::exists(target + "/mpes_planted.pth"));
+    // The bytecode uv was not asked for is there all the same.
+    CHECK(fs::exists(target + "/mpes_leaf/__pycache__"));
+  }
+}
+
 TEST_CASE("the builds' interpreter stand-in: the real one under its mount, the stand-in over it", "[installer]") {
   using engine::deps::real_interpreter_path;
   CHECK(real_interpreter_path("/usr/bin/python3.11") == "/tmp/.mpes-interpreter/bin/python3.11");
@@ -373,7 +487,7 @@ TEST_CASE("with builds kept off the network, pip refuses what needs a build, say
   options.index.index_url = "file://" + empty_index.path();  // an index, not --offline: no network needed
   options.index.find_links = {links.path()};
   options.builds_without_network = true;
-  options.build_python_path = "/nonexistent/stand-in";  // pip never uses it
+  options.build_python_path = stand_in_path();
   auto who = engine::deps::installer_identity(options);
   REQUIRE(::chown(target.c_str(), who.uid, who.gid) == 0);
   engine::deps::InstallRequest request;
