@@ -591,3 +591,44 @@ describe('a build cannot write the environment being built, nor what the front-e
     });
   }
 });
+
+// Verified before published: a wheel changed after it was built (a file no longer what its RECORD
+// says; neither uv nor pip checks) is refused, naming the distribution and the file, and no
+// environment is left.
+describe('an environment whose files do not match their RECORD is not published', () => {
+  const uv = findUv();
+  for (const installer of ['pip', 'uv']) {
+    const skip = installer === 'uv' && !uv ? `SKIPPED: ${uvUnavailable}` : false;
+    test(`with ${installer}: install_failed names the distribution and the file`, { skip, timeout: 300000 }, async () => {
+      const tamperedWheels = tempDir('mpes-e2e-hostile-tampered-');
+      const cache = tempDir('mpes-e2e-hostile-cache-', path.join(os.homedir(), '.cache'));
+      writePackages(tamperedWheels, [
+        { name: 'mpes_h_tampered', version: '1.0', files: { 'mpes_h_tampered/__init__.py': 'VALUE = "REAL"\n' },
+          tampered: { 'mpes_h_tampered/__init__.py': 'VALUE = "TAMPERED"\n' } },
+      ]);
+      const args = ['--find-links', tamperedWheels, '--offline', '--cache-dir', cache, '--log-level', 'info'];
+      let conn;
+      try {
+        conn = installer === 'pip'
+          ? await connect([...args, '--uv-path', '/nonexistent/uv'])
+          : await connect(args, { env: envWithUv(uv) });
+        const result = await conn.client.callTool(
+          { name: 'execute_python', arguments: { script: 'import mpes_h_tampered\nprint(mpes_h_tampered.VALUE)\n',
+            dependencies: ['mpes_h_tampered'], timeout_seconds: 120 } },
+          undefined, { timeout: 180000 },
+        );
+        const text = textOf(result);
+        assert.equal(result.structuredContent?.end_reason, 'install_failed', text);
+        assert.match(text, /mpes_h_tampered-1\.0\.dist-info: mpes_h_tampered\/__init__\.py: its sha256 digest differs from RECORD's/, text);
+        assert.doesNotMatch(text, /TAMPERED/, text);
+        const envs = fs.readdirSync(path.join(cache, 'envs'));
+        assert.deepEqual(envs.filter((n) => !n.startsWith('.')), [], 'no environment was published');
+        assert.deepEqual(buildDirs(cache), [], 'no half-built environment stays');
+      } finally {
+        await conn?.client.close();
+        fs.rmSync(cache, { recursive: true, force: true });
+        fs.rmSync(tamperedWheels, { recursive: true, force: true });
+      }
+    });
+  }
+});

@@ -37,13 +37,15 @@ for s in json.loads(sys.argv[2]):
         record.append("%s,sha256=%s,%d" % (p, digest, len(data)))
     record.append(dist + "/RECORD,,")
     entries[dist + "/RECORD"] = ("\n".join(record) + "\n").encode()
+    for p, t in s.get("tampered", {}).items():  # changed after RECORD was written
+        entries[p] = t.encode()
     with zipfile.ZipFile(os.path.join(out_dir, "%s-%s-py3-none-any.whl" % (s["name"], s["version"])), "w") as z:
         for p, data in entries.items():
             z.writestr(p, data)
 `;
 
-// Writes `packages` (specs: name, version, and files / random_files / requires / requires_python,
-// or sdist_backend) into `dir`.
+// Writes `packages` (specs: name, version, and files / random_files / requires / requires_python /
+// tampered (files whose content differs from what RECORD says), or sdist_backend) into `dir`.
 export function writePackages(dir, packages) {
   execFileSync(PYTHON, ['-I', '-c', WRITER, dir, JSON.stringify(packages)]);
 }

@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/environments/installer_config.h"
+#include "engine/environments/record_check.h"
 #include "engine/environments/requirement_check.h"
 #include "sandbox/path_search.h"
 #include "sandbox/process.h"
@@ -283,6 +284,15 @@ struct Environments::Impl : std::enable_shared_from_this<Environments::Impl> {
             }
             throw InstallFailed(outcome.error);
           }
+          // Every file as its distribution's RECORD lists it, and nothing else, before it is
+          // published (record_check.h).
+          const deps::RecordCheck verified = deps::check_records(site);
+          if (!verified.ok()) {
+            spdlog::warn("{}: {}", site, verified.describe());
+            throw InstallFailed(verified.describe());
+          }
+          spdlog::debug("{}: {} distribution(s), {} file(s) verified against their RECORD", site,
+                        verified.distributions, verified.files);
           // What the environment really provides, and the modules to pre-import from it.
           RequirementCheck after = check_requirements(interp, missing, {site}, config.installer.container);
           std::vector<std::string> imports;
