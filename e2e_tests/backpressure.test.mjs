@@ -129,3 +129,117 @@ test('1500 calls from a client that reads nothing: bounded memory, writes held b
     child.kill('SIGKILL');
   }
 });
+
+// The same over Streamable HTTP: a client of an initialize-era session that sends calls and never
+// reads their answers (it hangs up after each request; its runs go on and their answers wait in
+// the session's resumable streams). Once the session's unsent answers reach the per-client bound
+// (mcp/http/output_budget.h: the intake bound above), its new calls are refused with 429 and
+// Retry-After, not buffered: the server's memory stays within the bound. Another client is served
+// meanwhile. When the client reads (resumes its streams), every accepted call has its answer and
+// new calls are taken again.
+test('HTTP: a session that never reads its answers is refused new calls at its bound, then served again', async (t) => {
+  const { startHttpServer } = await import('./lib/http_server.mjs');
+  const net = await import('node:net');
+  const slots = 4;
+  const maxOutput = MiB;
+  const server = await startHttpServer(withBackend(['--max-concurrent-runs', String(slots), '--max-output-bytes',
+    String(maxOutput), '--max-images', '0', '--max-output-file-bytes', '0']));
+  const bound = Math.max(64 * MiB, (slots + 1) * (7 * maxOutput + 128 * 1024));
+  const host = `127.0.0.1:${server.port}`;
+  const legacyHeaders = (session) => ({
+    'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+    'MCP-Protocol-Version': '2025-11-25', ...(session ? { 'Mcp-Session-Id': session } : {}) });
+  const call = (id, script) => ({ jsonrpc: '2.0', id, method: 'tools/call',
+    params: { name: 'execute_python', arguments: { script } } });
+  // Its answer comes after the client has hung up.
+  const bigScript = (i) => `import sys, time\ntime.sleep(0.5)\nsys.stdout.write("${i} " + "x" * ${maxOutput - 64})\n`;
+  // Answered as one JSON object: this client reads.
+  const post = (session, body, accept = 'application/json') => fetch(server.url, {
+    method: 'POST', headers: { ...legacyHeaders(session), Accept: accept }, body: JSON.stringify(body) });
+  // A stateless client (another one), to see what the engine is doing.
+  const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+  const engineState = async () => {
+    const r = await fetch(server.url, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json',
+      'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'check_environment' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 'env', method: 'tools/call', params: { name: 'check_environment', arguments: {}, _meta: META } }) });
+    return (await r.json()).result.structuredContent.engine;
+  };
+  // Writes one request on a connection of its own, then hangs up without reading anything.
+  const sendAndHangUp = (session, body) => new Promise((resolve, reject) => {
+    const text = JSON.stringify(body);
+    const socket = net.connect(server.port, '127.0.0.1', () => {
+      socket.write(`POST /mcp HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n` +
+        'Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n' +
+        `Mcp-Session-Id: ${session}\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`, () => {
+        setTimeout(() => { socket.destroy(); resolve(); }, 50);
+      });
+    });
+    socket.pause();
+    socket.on('error', reject);
+  });
+  try {
+    const init = await post(undefined, { jsonrpc: '2.0', id: 0, method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bp-http', version: '1' } } });
+    assert.equal(init.status, 200);
+    const session = init.headers.get('mcp-session-id');
+    await post(session, { jsonrpc: '2.0', method: 'notifications/initialized' });
+    const warm = await (await post(session, call('warm', 'print("warm")'))).json();
+    assert.equal(warm.result.structuredContent.stdout, 'warm\n');
+    await sleep(1000);
+    const base = rss(server.child.pid);
+
+    // 96 calls of about 2 MiB of answer each, four at a time, each four sent once the engine is idle
+    // again: three times what the bound lets wait.
+    const M = 96;
+    let peak = base;
+    for (let i = 0; i < M; i += slots) {
+      await Promise.all(Array.from({ length: slots }, (_, k) => sendAndHangUp(session, call(i + k, bigScript(i + k)))));
+      for (let w = 0; w < 400; w++) {
+        const e = await engineState();
+        peak = Math.max(peak, rss(server.child.pid));
+        if (e.runs_in_flight === 0 && e.runs_queued === 0) break;
+        await sleep(50);
+      }
+    }
+    await sleep(500);
+    peak = Math.max(peak, rss(server.child.pid));
+    t.diagnostic(`server RSS ${(base / MiB).toFixed(1)} MiB at rest, peak ${(peak / MiB).toFixed(1)} MiB ` +
+      `(+${((peak - base) / MiB).toFixed(1)}); per-client bound ${(bound / MiB).toFixed(1)} MiB; ${M} calls of ~2 MiB sent`);
+    // The bound, plus the answers of the calls in flight when it was reached, plus slack.
+    assert.ok(peak - base < bound + slots * 2 * 2 * MiB + 32 * MiB, `the server grew by ${((peak - base) / MiB).toFixed(1)} MiB`);
+
+    // Its next call is refused, saying why and when to retry; another client is served.
+    const refused = await post(session, call('late', 'print("late")'));
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    assert.match((await refused.json()).error.message, /not read yet .*per client/);
+    const other = await fetch(server.url, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json',
+      'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'execute_python' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 'o', method: 'tools/call', params: { name: 'execute_python', arguments: { script: 'print("other")' }, _meta: META } }) });
+    assert.equal((await other.json()).result.structuredContent.stdout, 'other\n');
+
+    // The client reads: each stream it started is resumed from its beginning, and each accepted
+    // call has its whole answer there. Streams are numbered from 1 in the session.
+    const answered = new Set();
+    for (let s = 1; ; s++) {
+      const r = await fetch(server.url, { headers: { ...legacyHeaders(session), Accept: 'text/event-stream', 'Last-Event-ID': `${s}-0` } });
+      if (r.status === 400) break;
+      assert.equal(r.status, 200);
+      const body = await r.text();
+      const data = body.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+      const result = data.find((m) => m.id !== undefined);
+      assert.ok(result?.result?.structuredContent, `stream ${s}: ${body.slice(0, 300)}`);
+      const sc = result.result.structuredContent;
+      assert.equal(sc.stdout, `${result.id} ${'x'.repeat(maxOutput - 64)}`, `stream ${s}: call ${result.id}'s own output`);
+      answered.add(result.id);
+    }
+    t.diagnostic(`${answered.size} of ${M} calls accepted and answered on resumption`);
+    assert.ok(answered.size < M, 'calls past the bound were refused');
+    assert.ok(answered.size * 2 * MiB >= bound - 8 * MiB, `only ${answered.size} calls were taken before the bound`);
+    // And it is served again.
+    const again = await (await post(session, call('again', 'print("again")'))).json();
+    assert.equal(again.result.structuredContent.stdout, 'again\n');
+  } finally {
+    await server.stop();
+  }
+});

@@ -281,8 +281,12 @@ int serve_http(const CliOptions& options, ServerHooks hooks,
   endpoint_options.owner_ended = [&engine](const std::string& owner, const std::string& why) {
     engine->close_sessions_of(owner, why);
   };
+  // Unsent response bytes per client and for the whole server (output_budget.h).
+  const auto budget = std::make_shared<http::OutputBudget>(http::output_limits(options.engine));
+  endpoint_options.budget = budget;
   http::Endpoint endpoint(io, registry, endpoint_options);
   http::ListenerOptions listener_options;
+  listener_options.budget = budget;
   listener_options.host = options.http.host;
   listener_options.port = options.http.port;
   listener_options.max_connections = options.http.max_connections;

@@ -42,7 +42,7 @@ struct Endpoint::State : std::enable_shared_from_this<Endpoint::State> {
       : io(context), tools(registry), options(std::move(opts)),
         stateless(registry, options.instructions, options.logger_name),
         sessions(context, registry, SessionOptions{options.instructions, LogLevel::warning, options.logger_name},
-                 options.sessions, options.owner_ended) {}
+                 options.sessions, options.owner_ended, options.budget) {}
 
   asio::io_context& io;
   const ToolRegistry& tools;
@@ -119,6 +119,13 @@ void Endpoint::State::post_stateless(const Request& request, const json& message
       break;
   }
   const json& id = *msg.id;
+  if (options.budget && msg.method == "tools/call") {
+    if (auto refusal = options.budget->refuse_call(OutputBudget::connection_client(request.connection))) {
+      send_json(*response, refusal->status, rpc::error_response(id, rpc::kInternalError, refusal->message),
+                {{"Retry-After", std::to_string(refusal->retry_after_seconds)}});
+      return;
+    }
+  }
   const json params = message.value("params", json::object());
   auto answer_refusal = [&](const Refusal& refusal) {
     send_json(*response, stateless_error_status(refusal.code),

@@ -13,6 +13,7 @@
 
 #include "engine/event_loop.h"
 #include "mcp/http/exchange.h"
+#include "mcp/http/output_budget.h"
 #include "mcp/http/rules.h"
 #include "mcp/http/sessions.h"
 #include "mcp/tool_registry.h"
@@ -28,6 +29,8 @@ struct EndpointOptions {
   std::string logger_name = "mcp-python-exec-sandbox";
   SessionLimits sessions;
   OwnerEndedFn owner_ended;  // an initialize-era session ended: what its owner holds goes
+  // Unsent bytes per client and the refusal of new calls over them (null: none).
+  std::shared_ptr<OutputBudget> budget;
 };
 
 class Endpoint {

@@ -38,6 +38,9 @@ class Response {
   virtual void start(int status, HeaderList headers) = 0;
   virtual void write(std::string data) = 0;
   virtual void end() = 0;
+  // Whom the bytes of this response count against while they are not written to the socket
+  // (output_budget.h): its connection unless told otherwise (an initialize-era session).
+  virtual void charge_to(std::string /*client*/) {}
 };
 
 }  // namespace mcp::http

@@ -71,14 +71,19 @@ struct Traits : restinio::traits_t<restinio::asio_timer_manager_t, SpdlogLogger,
 
 using Server = restinio::http_server_t<Traits>;
 
-// Writes handed to RESTinio and not yet completed.
+// Writes handed to RESTinio and not yet completed, and their bytes charged to their client
+// (output_budget.h) until then.
 struct WriteTracker {
   std::size_t pending = 0;
   std::vector<std::function<void()>> waiters;
+  std::shared_ptr<OutputBudget> budget;
 
-  restinio::write_status_cb_t track(std::shared_ptr<WriteTracker> self) {
+  restinio::write_status_cb_t track(std::shared_ptr<WriteTracker> self, const std::string& client = {},
+                                    std::size_t bytes = 0) {
     ++pending;
-    return [self](const restinio::asio_ns::error_code&) {
+    if (self->budget && bytes != 0) self->budget->add(client, bytes);
+    return [self, client, bytes](const restinio::asio_ns::error_code&) {
+      if (self->budget && bytes != 0) self->budget->remove(client, bytes);
       if (--self->pending != 0) return;
       auto ready = std::move(self->waiters);
       self->waiters.clear();
@@ -101,6 +106,7 @@ restinio::http_status_line_t status_line(int status) {
     case 406: reason = "Not Acceptable"; break;
     case 413: reason = "Content Too Large"; break;
     case 415: reason = "Unsupported Media Type"; break;
+    case 429: reason = "Too Many Requests"; break;
     case 500: reason = "Internal Server Error"; break;
     case 503: reason = "Service Unavailable"; break;
     default: break;
@@ -112,15 +118,19 @@ restinio::http_status_line_t status_line(int status) {
 class RestinioResponse final : public Response {
  public:
   RestinioResponse(restinio::request_handle_t request, std::shared_ptr<WriteTracker> writes)
-      : request_(std::move(request)), writes_(std::move(writes)) {}
+      : request_(std::move(request)), writes_(std::move(writes)),
+        client_(OutputBudget::connection_client(request_->connection_id())) {}
+
+  void charge_to(std::string client) override { client_ = std::move(client); }
 
   void send(int status, HeaderList headers, std::string body) override {
     if (finished_ || stream_) return;
     finished_ = true;
     auto response = request_->create_response(status_line(status));
     for (auto& [name, value] : headers) response.append_header(name, std::move(value));
+    const std::size_t bytes = status != 204 ? body.size() : 0;
     if (status != 204) response.set_body(std::move(body));
-    response.done(writes_->track(writes_));
+    response.done(writes_->track(writes_, client_, bytes));
   }
 
   void start(int status, HeaderList headers) override {
@@ -132,8 +142,9 @@ class RestinioResponse final : public Response {
 
   void write(std::string data) override {
     if (finished_ || !stream_ || data.empty()) return;
+    const std::size_t bytes = data.size();
     stream_->append_chunk(std::move(data));
-    stream_->flush(writes_->track(writes_));
+    stream_->flush(writes_->track(writes_, client_, bytes));
   }
 
   void end() override {
@@ -147,6 +158,7 @@ class RestinioResponse final : public Response {
   std::shared_ptr<WriteTracker> writes_;
   std::optional<restinio::response_builder_t<restinio::chunked_output_t>> stream_;
   bool finished_ = false;
+  std::string client_;
 };
 
 Request to_request(const restinio::request_handle_t& handle) {
@@ -184,6 +196,7 @@ struct Listener::Impl {
 Listener::Listener(asio::io_context& io, ListenerOptions options, Handler handler, ClosedFn closed)
     : impl_(std::make_unique<Impl>(io, std::move(options), std::move(handler))) {
   impl_->state_listener->closed = std::move(closed);
+  impl_->writes->budget = impl_->options.budget;
 }
 
 Listener::~Listener() {

@@ -14,6 +14,7 @@
 #include "engine/event_loop.h"
 #include "mcp/framing.h"
 #include "mcp/http/exchange.h"
+#include "mcp/http/output_budget.h"
 
 namespace mcp::http {
 
@@ -24,6 +25,8 @@ struct ListenerOptions {
   std::chrono::seconds read_timeout{30};           // one request, headers and body; idle keep-alive
   std::chrono::seconds write_timeout{60};          // one write to a client that does not read
   std::size_t max_body_bytes = kMaxLineBytes;      // 16 MiB, as one stdio line
+  // Charged with every byte handed to a connection until it is written (none: not counted).
+  std::shared_ptr<OutputBudget> budget;
 };
 
 class Listener {

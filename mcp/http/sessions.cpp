@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mcp/era.h"
+#include "mcp/intake.h"
 #include "mcp/jsonrpc.h"
 
 namespace mcp::http {
@@ -56,15 +57,16 @@ void refuse(Response& response, int status, int code, const std::string& message
 
 struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
   State(asio::io_context& context, const ToolRegistry& registry, SessionOptions opts, SessionLimits l,
-        OwnerEndedFn ended)
+        OwnerEndedFn ended, std::shared_ptr<OutputBudget> output)
       : io(context), tools(registry), options(std::move(opts)), limits(l), owner_ended(std::move(ended)),
-        sweeper(context) {}
+        budget(std::move(output)), sweeper(context) {}
 
   asio::io_context& io;
   const ToolRegistry& tools;
   SessionOptions options;
   SessionLimits limits;
   OwnerEndedFn owner_ended;
+  std::shared_ptr<OutputBudget> budget;
   asio::steady_timer sweeper;
   bool accepting = true;
   std::map<std::string, std::shared_ptr<HttpSession>> sessions;
@@ -124,6 +126,28 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
     if (owner_ended) owner_ended(owner_of_session(session->id), why);
   }
 
+  // Bounds what streams already delivered keep for replay: the oldest go first. A stream whose
+  // answer no connection took is kept (its bytes count against the session instead).
+  void prune_replay(HttpSession& session) {
+    auto& streams = session.streams;
+    std::size_t bytes = 0;
+    for (const auto& [sid, stream] : streams) {
+      if (stream->delivered()) bytes += stream->bytes();
+    }
+    while (bytes > limits.replay_bytes) {
+      auto victim = streams.end();
+      for (auto it = streams.begin(); it != streams.end(); ++it) {
+        if (it->second->finished() && it->second->delivered() && !it->second->attached() &&
+            (victim == streams.end() || it->second->finished_at() < victim->second->finished_at())) {
+          victim = it;
+        }
+      }
+      if (victim == streams.end()) break;
+      bytes -= victim->second->bytes();
+      streams.erase(victim);
+    }
+  }
+
   void sweep() {
     const auto now = Clock::now();
     std::vector<std::shared_ptr<HttpSession>> expired;
@@ -134,21 +158,7 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
                            now - it->second->finished_at() > limits.replay_kept;
         it = stale ? streams.erase(it) : std::next(it);
       }
-      // Bound what finished streams keep for replay: the oldest finished ones go first.
-      std::size_t bytes = 0;
-      for (const auto& [sid, stream] : streams) bytes += stream->bytes();
-      while (bytes > limits.replay_bytes) {
-        auto victim = streams.end();
-        for (auto it = streams.begin(); it != streams.end(); ++it) {
-          if (it->second->finished() && !it->second->attached() &&
-              (victim == streams.end() || it->second->finished_at() < victim->second->finished_at())) {
-            victim = it;
-          }
-        }
-        if (victim == streams.end()) break;
-        bytes -= victim->second->bytes();
-        streams.erase(victim);
-      }
+      prune_replay(*session);
       if (session->idle() && now - session->last_used > limits.idle) expired.push_back(session);
     }
     for (const auto& session : expired) {
@@ -177,8 +187,9 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
 };
 
 Sessions::Sessions(asio::io_context& io, const ToolRegistry& tools, SessionOptions options,
-                   SessionLimits limits, OwnerEndedFn owner_ended)
-    : state_(std::make_shared<State>(io, tools, std::move(options), limits, std::move(owner_ended))) {
+                   SessionLimits limits, OwnerEndedFn owner_ended, std::shared_ptr<OutputBudget> budget)
+    : state_(std::make_shared<State>(io, tools, std::move(options), limits, std::move(owner_ended),
+                                     std::move(budget))) {
   state_->schedule_sweep();
 }
 
@@ -227,6 +238,17 @@ void Sessions::post(const Request& request, const json& message, Accepts accepts
                session->legacy.protocol_version() + ")");
     return;
   }
+  const std::string client = OutputBudget::session_client(session->id);
+  response->charge_to(client);
+  state.prune_replay(*session);
+  if (state.budget && calls_started(message) > 0) {
+    if (auto refusal = state.budget->refuse_call(client)) {
+      const auto id = message.is_object() ? rpc::classify(message).id : std::nullopt;
+      send_json(*response, refusal->status, rpc::error_response(id, rpc::kInternalError, refusal->message),
+                {{"Retry-After", std::to_string(refusal->retry_after_seconds)}});
+      return;
+    }
+  }
   if (message.is_array()) {
     session->legacy.handle_batch(message,
                                  Outlet{nullptr,
@@ -250,7 +272,17 @@ void Sessions::post(const Request& request, const json& message, Accepts accepts
     auto s = weak_state.lock();
     auto owner = weak_session.lock();
     if (!s || !owner) return std::shared_ptr<ResumableStream>();  // the session ended meanwhile
-    auto stream = std::make_shared<ResumableStream>(s->io, std::to_string(owner->next_stream++));
+    ResumableStream::HeldFn held;
+    if (s->budget) {
+      held = [budget = s->budget, client = OutputBudget::session_client(owner->id)](std::ptrdiff_t bytes) {
+        if (bytes > 0) {
+          budget->add(client, static_cast<std::size_t>(bytes));
+        } else {
+          budget->remove(client, static_cast<std::size_t>(-bytes));
+        }
+      };
+    }
+    auto stream = std::make_shared<ResumableStream>(s->io, std::to_string(owner->next_stream++), std::move(held));
     owner->streams.emplace(stream->id(), stream);
     s->track(connection, stream, carrier);
     return stream;
@@ -295,6 +327,7 @@ void Sessions::get(const Request& request, std::shared_ptr<Response> response) {
            "expired " + std::to_string(state.limits.replay_kept.count()) + " s after it ended)");
     return;
   }
+  response->charge_to(OutputBudget::session_client(session->id));
   state.track(request.connection, stream->second, response.get());
   stream->second->attach(response, sequence);
 }

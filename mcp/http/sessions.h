@@ -16,6 +16,7 @@
 #include "engine/event_loop.h"
 #include "mcp/call_table.h"
 #include "mcp/http/exchange.h"
+#include "mcp/http/output_budget.h"
 #include "mcp/http/rules.h"
 #include "mcp/http/streams.h"
 #include "mcp/legacy_session.h"
@@ -27,7 +28,10 @@ struct SessionLimits {
   std::size_t max_sessions = 1024;
   std::chrono::seconds idle{3600};                  // no request and nothing running
   std::chrono::seconds replay_kept{300};            // a finished stream stays resumable this long
-  std::size_t replay_bytes = std::size_t{16} << 20; // per session, finished streams dropped first
+  // Per session, what streams already delivered keep for replay (the oldest go first). A stream
+  // whose answer no connection took yet is kept (until replay_kept after it ended): it counts
+  // against the session's unsent bytes instead (output_budget.h).
+  std::size_t replay_bytes = std::size_t{16} << 20;
 };
 
 // Told when a protocol session ends (DELETE, idle expiry, or room made for a new one), with the
@@ -41,8 +45,10 @@ using StreamClosedFn = std::function<void(std::uint64_t connection, std::weak_pt
 
 class Sessions {
  public:
+  // `budget` (may be null): a session's unsent bytes, and the refusal of its new calls over them.
   Sessions(asio::io_context& io, const ToolRegistry& tools, SessionOptions options,
-           SessionLimits limits, OwnerEndedFn owner_ended = nullptr);
+           SessionLimits limits, OwnerEndedFn owner_ended = nullptr,
+           std::shared_ptr<OutputBudget> budget = nullptr);
   ~Sessions();
   Sessions(const Sessions&) = delete;
   Sessions& operator=(const Sessions&) = delete;

@@ -28,7 +28,12 @@ void send_json(Response& response, int status, const json& body, HeaderList extr
 
 // --- ResumableStream ---------------------------------------------------------------------------
 
-ResumableStream::ResumableStream(asio::io_context& io, std::string id) : timer_(io), id_(std::move(id)) {}
+ResumableStream::ResumableStream(asio::io_context& io, std::string id, HeldFn held)
+    : timer_(io), id_(std::move(id)), on_held_(std::move(held)) {}
+
+ResumableStream::~ResumableStream() {
+  if (on_held_ && held_ != 0) on_held_(-static_cast<std::ptrdiff_t>(held_));
+}
 
 void ResumableStream::attach(std::shared_ptr<Response> response, std::optional<std::uint64_t> after,
                              HeaderList extra_headers) {
@@ -44,7 +49,11 @@ void ResumableStream::attach(std::shared_ptr<Response> response, std::optional<s
   for (const auto& [sequence, text] : events_) {
     if (!after || sequence > *after) response_->write(text);
   }
+  // What was kept goes to the connection now (and counts as its unsent bytes until written).
+  if (on_held_ && held_ != 0) on_held_(-static_cast<std::ptrdiff_t>(held_));
+  held_ = 0;
   if (finished_) {
+    delivered_ = true;
     response_->end();
     response_ = nullptr;
     return;
@@ -63,7 +72,12 @@ void ResumableStream::event(const json& message) {
   const std::uint64_t sequence = next_sequence_++;
   std::string text = sse_event(message, id_ + "-" + std::to_string(sequence));
   bytes_ += text.size();
-  if (response_) response_->write(text);
+  if (response_) {
+    response_->write(text);
+  } else {
+    held_ += text.size();
+    if (on_held_) on_held_(static_cast<std::ptrdiff_t>(text.size()));
+  }
   events_.emplace_back(sequence, std::move(text));
 }
 
@@ -73,6 +87,7 @@ void ResumableStream::finish() {
   finished_at_ = std::chrono::steady_clock::now();
   timer_.cancel();
   if (response_) {
+    delivered_ = true;
     response_->end();
     response_ = nullptr;
   }

@@ -34,7 +34,13 @@ void send_json(Response& response, int status, const nlohmann::json& body, Heade
 // at a time; a new one (GET with Last-Event-ID) gets what it missed, then what follows.
 class ResumableStream : public std::enable_shared_from_this<ResumableStream> {
  public:
-  ResumableStream(asio::io_context& io, std::string id);
+  // `held`: told of each change (+/- bytes) in what the stream keeps while no connection takes it
+  // (output_budget.h charges it to the session).
+  using HeldFn = std::function<void(std::ptrdiff_t bytes)>;
+  ResumableStream(asio::io_context& io, std::string id, HeldFn held = nullptr);
+  ~ResumableStream();
+  ResumableStream(const ResumableStream&) = delete;
+  ResumableStream& operator=(const ResumableStream&) = delete;
   const std::string& id() const { return id_; }
 
   void attach(std::shared_ptr<Response> response, std::optional<std::uint64_t> after_sequence,
@@ -44,7 +50,10 @@ class ResumableStream : public std::enable_shared_from_this<ResumableStream> {
   void event(const nlohmann::json& message);
   void finish();  // no more events: the attached response ends, later attachments get the rest
   bool finished() const { return finished_; }
+  // Finished with a connection attached, or attached since: the client has had all of it.
+  bool delivered() const { return delivered_; }
   bool attached() const { return response_ != nullptr; }
+  std::size_t held_bytes() const { return held_; }
   std::size_t bytes() const { return bytes_; }
   std::chrono::steady_clock::time_point finished_at() const { return finished_at_; }
 
@@ -57,7 +66,10 @@ class ResumableStream : public std::enable_shared_from_this<ResumableStream> {
   std::deque<std::pair<std::uint64_t, std::string>> events_;  // sequence, SSE text
   std::uint64_t next_sequence_ = 1;
   std::size_t bytes_ = 0;
+  std::size_t held_ = 0;  // events kept since no connection was attached
+  HeldFn on_held_;
   bool finished_ = false;
+  bool delivered_ = false;
   std::chrono::steady_clock::time_point finished_at_{};
   std::shared_ptr<Response> response_;
 };

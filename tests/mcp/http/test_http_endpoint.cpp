@@ -75,7 +75,11 @@ struct Fixture {
   std::vector<std::pair<std::string, std::string>> ended;  // owner_ended: owner, why
   std::unique_ptr<http::Endpoint> endpoint;
 
-  explicit Fixture(http::AccessPolicy access = {}, http::SessionLimits limits = {}) {
+  std::shared_ptr<http::OutputBudget> budget;
+
+  explicit Fixture(http::AccessPolicy access = {}, http::SessionLimits limits = {},
+                   std::shared_ptr<http::OutputBudget> output = nullptr)
+      : budget(std::move(output)) {
     mcp::ToolDefinition echo;
     echo.name = "echo";
     echo.input_schema = {{"type", "object"}};
@@ -104,6 +108,7 @@ struct Fixture {
     options.access = access;
     options.instructions = "test";
     options.sessions = limits;
+    options.budget = budget;
     endpoint = std::make_unique<http::Endpoint>(io, tools, options);
   }
 
@@ -468,4 +473,62 @@ TEST_CASE("http endpoint: batches in a 2025-03-26 session, one JSON array back")
   const auto newer = f.initialize();
   r = f.legacy(newer, json::array({{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "ping"}}}));
   CHECK(r->json_body()["error"]["code"] == -32600);
+}
+
+TEST_CASE("http endpoint: a session whose answers no connection takes is refused new calls until it resumes") {
+  auto budget = std::make_shared<http::OutputBudget>(http::OutputLimits{1000, 1 << 20});
+  Fixture f({}, {}, budget);
+  const auto session = f.initialize();
+  const json call = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"}, {"params", {{"name", "slow"}}}};
+  auto r = f.legacy(session, call, 5);
+  REQUIRE(f.calls.size() == 1);
+  const std::string stream = r->writes[0].substr(4, r->writes[0].find('-') - 4);
+  // The client hangs up without reading; the answer is kept for it, and charged to the session.
+  f.endpoint->connection_closed(5);
+  f.calls[0]->finish({{"content", json::array({{{"type", "text"}, {"text", std::string(2000, 'x')}}})}});
+  const std::string client = http::OutputBudget::session_client(session);
+  CHECK(budget->unsent(client) > 2000);
+  // A new call is refused, with the limit named and when to retry; other requests still work.
+  auto refused = f.legacy(session, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/call"},
+                                    {"params", {{"name", "echo"}}}}, 6);
+  CHECK(refused->status == 429);
+  CHECK(refused->header("Retry-After") == "1");
+  CHECK(refused->json_body()["id"] == 2);
+  CHECK_THAT(refused->json_body()["error"]["message"].get<std::string>(),
+             Catch::Contains("not read yet") && Catch::Contains("per client"));
+  CHECK(f.legacy(session, {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}}, 6)->status == 200);
+  // Another session is not concerned.
+  const auto other = f.initialize();
+  CHECK(f.legacy(other, {{"jsonrpc", "2.0"}, {"id", 4}, {"method", "tools/call"}, {"params", {{"name", "echo"}}}}, 7)
+            ->status == 200);
+  // Resumed: the answer goes to the connection, and the session's calls are taken again.
+  auto resumed = f.request("GET", {{"mcp-session-id", session}, {"accept", "text/event-stream"},
+                                   {"last-event-id", stream + "-0"}});
+  REQUIRE(resumed->events().size() == 1);
+  CHECK(budget->unsent(client) == 0);
+  CHECK(f.legacy(session, {{"jsonrpc", "2.0"}, {"id", 5}, {"method", "tools/call"}, {"params", {{"name", "echo"}}}}, 6)
+            ->status == 200);
+  CHECK(budget->total() == 0);
+}
+
+TEST_CASE("http endpoint: a stateless connection with unsent answers, or a server with too many, takes no call") {
+  auto budget = std::make_shared<http::OutputBudget>(http::OutputLimits{1000, 5000});
+  Fixture f({}, {}, budget);
+  const json params = {{"name", "echo"}, {"arguments", json::object()}};
+  budget->add(http::OutputBudget::connection_client(7), 1500);  // what the listener charges
+  auto refused = f.stateless(1, "tools/call", params, {}, 7);
+  CHECK(refused->status == 429);
+  CHECK(refused->header("Retry-After") == "1");
+  CHECK(refused->json_body()["id"] == 1);
+  CHECK(f.stateless(2, "tools/list", json::object(), {}, 7)->status == 200);  // not a call
+  CHECK(f.stateless(3, "tools/call", params, {}, 8)->status == 200);         // another connection
+  budget->add(http::OutputBudget::connection_client(9), 900);
+  budget->add(http::OutputBudget::connection_client(10), 900);
+  budget->add(http::OutputBudget::connection_client(11), 900);
+  budget->add(http::OutputBudget::connection_client(12), 900);
+  auto busy = f.stateless(4, "tools/call", params, {}, 8);
+  CHECK(busy->status == 503);
+  CHECK_THAT(busy->json_body()["error"]["message"].get<std::string>(), Catch::Contains("whole server"));
+  budget->remove(http::OutputBudget::connection_client(7), 1500);
+  CHECK(f.stateless(5, "tools/call", params, {}, 8)->status == 200);
 }
