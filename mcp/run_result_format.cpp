@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <string_view>
 #include <vector>
 
 namespace mcp {
@@ -56,48 +57,51 @@ bool as_text(const engine::OutputFile& file) {
 }  // namespace
 
 std::string format_run_text(const engine::RunResult& result) {
-  std::vector<std::string> parts;
-  if (result.service_error) parts.push_back(*result.service_error);
-  if (!result.stdout_stream.text.empty()) parts.push_back("--- stdout ---\n" + result.stdout_stream.text);
-  if (!result.stderr_stream.text.empty()) parts.push_back("--- stderr ---\n" + result.stderr_stream.text);
-  if (result.return_value_repr) parts.push_back("--- return_value ---\n" + *result.return_value_repr);
+  // Sections joined by "\n", appended in place: the streams (up to --max-output-bytes each) are
+  // copied once, into the text.
+  std::string text;
+  text.reserve(result.stdout_stream.text.size() + result.stderr_stream.text.size() + 512);
+  auto section = [&text](std::string_view title, std::string_view body = {}) {
+    if (!text.empty()) text += '\n';
+    text += title;
+    text += body;
+  };
+  if (result.service_error) section(*result.service_error);
+  if (!result.stdout_stream.text.empty()) section("--- stdout ---\n", result.stdout_stream.text);
+  if (!result.stderr_stream.text.empty()) section("--- stderr ---\n", result.stderr_stream.text);
+  if (result.return_value_repr) section("--- return_value ---\n", *result.return_value_repr);
   // What the run reported about itself (e.g. figures dropped): the script can write that
   // channel, so it comes before the trailer, never after it.
   if (!result.notes.empty()) {
     std::string notes = "--- notes ---";
     for (const auto& note : result.notes) notes += "\n" + note;
-    parts.push_back(notes);
+    section(notes);
   }
   if (!result.files.empty()) {
     std::string files = "--- files ---";
     for (const auto& f : result.files) {
       files += "\n" + f.path + " (" + f.mime_type + ", " + std::to_string(f.content.size()) + " bytes)";
     }
-    parts.push_back(files);
+    section(files);
   }
   // The trailer, always last: nothing the script controls follows it.
-  parts.push_back("--- exit_code: " + std::to_string(result.exit_code) + " ---");
+  section("--- exit_code: " + std::to_string(result.exit_code) + " ---");
   if (result.end_reason != engine::EndReason::exit) {
-    parts.push_back("--- end: " + std::string(engine::to_string(result.end_reason)) + " ---");
+    section("--- end: " + std::string(engine::to_string(result.end_reason)) + " ---");
   }
-  parts.push_back("--- duration_ms: " + std::to_string(result.duration_ms) + " ---");
-  if (result.timed_out) parts.emplace_back("--- timed_out: true ---");
+  section("--- duration_ms: " + std::to_string(result.duration_ms) + " ---");
+  if (result.timed_out) section("--- timed_out: true ---");
   // Accounting, in every result: what is unknown is left out; the end reason always shows.
   std::string usage = "--- usage: wall_ms=" + std::to_string(result.usage.wall_ms);
   if (result.usage.cpu_ms >= 0) usage += " cpu_ms=" + std::to_string(result.usage.cpu_ms);
   if (result.usage.peak_memory_bytes >= 0) {
     usage += " peak_memory_mb=" + one_decimal(to_mb(result.usage.peak_memory_bytes));
   }
-  parts.push_back(usage + " end=" + std::string(engine::to_string(result.end_reason)) + " ---");
+  section(usage + " end=" + std::string(engine::to_string(result.end_reason)) + " ---");
   if (const auto& s = result.session) {
-    parts.push_back("--- session: " + s->session_id + " step: " + std::to_string(s->step) +
-                    (s->kept ? "" : " (this run was not kept)") + " ---");
-    if (!s->note.empty()) parts.push_back("--- session_note: " + s->note + " ---");
-  }
-  std::string text;
-  for (const auto& part : parts) {
-    if (!text.empty()) text += '\n';
-    text += part;
+    section("--- session: " + s->session_id + " step: " + std::to_string(s->step) +
+            (s->kept ? "" : " (this run was not kept)") + " ---");
+    if (!s->note.empty()) section("--- session_note: " + s->note + " ---");
   }
   return text;
 }

@@ -96,7 +96,8 @@ CapturedStream OutputCapture::finish() const {
   const std::uint64_t gap = total_ - head_.size() - tail.size();  // bytes in neither buffer
   CapturedStream result;
   if (gap == 0) {
-    std::string all = sanitize_utf8(head_ + tail);
+    // Mostly the whole stream is in the head: no concatenated copy of it then.
+    std::string all = tail.empty() ? sanitize_utf8(head_) : sanitize_utf8(head_ + tail);
     if (json_string_size(all) <= limit_) {
       result.text = std::move(all);
       return result;
