@@ -1,6 +1,7 @@
 #include "engine/event_loop.h"  // first: see there
 #include "engine/core.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,8 @@ namespace {
 
 // Run cgroups kept ready: enough for a few runs in flight; a larger burst makes the rest at once.
 constexpr std::size_t kRunCgroupsAhead = 4;
+// The nice value of the threads that prepare for later runs.
+constexpr int kBackgroundNice = 10;
 
 // A program shipped beside the server's executable (the zygote, the builds' stand-in).
 std::string beside_server(const char* name) {
@@ -86,6 +89,12 @@ Core::Core(asio::io_context& io, EngineConfig config)
       sessions_(io_, Sessions::Config{config_.max_sessions, config_.session_idle_seconds, config_.session_snapshots,
                                       SessionSandbox::Config{&startup_.cgroups(), config_.policy.limits,
                                                              cgroup_worker_.get_executor()}}) {
+  // Work for later runs (linking the next spare's network, making and removing runs' cgroups)
+  // yields to the runs in progress and their answers, which the two cores of a small machine
+  // otherwise share with it.
+  for (asio::thread_pool* background : {&cgroup_worker_, &network_worker_}) {
+    asio::post(*background, [] { ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kBackgroundNice); });
+  }
   if (config_.zygote_path.empty()) config_.zygote_path = beside_server("mcp-python-exec-sandbox-zygote");
   if (config_.build_python_path.empty()) {
     config_.build_python_path = beside_server("mcp-python-exec-sandbox-build-python");
