@@ -169,14 +169,7 @@ def _mpes_begin():
     import os
     import sys
 
-    chunks = []
-    while True:
-        chunk = os.read(3, 1 << 20)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    source = b"".join(chunks)
-    os.close(3)
+    source = _mpes_read_script()
     global _MPES_CHANNEL, _MPES_COMPILE_ERROR
     try:
         os.set_inheritable(_MPES_RESULT_FD, False)
@@ -212,6 +205,23 @@ def _mpes_begin():
         _MPES_COMPILE_ERROR = e
         return ()
     return _mpes_steps(code, expr, main.__dict__)
+
+
+def _mpes_read_script():
+    # The script on fd 3, which is then closed: a sealed memfd, so its size is known and final;
+    # read in one call of that size (not into a 1 MiB buffer, mapped and shrunk for a few bytes).
+    import os
+    size = os.fstat(3).st_size
+    chunks = []
+    got = 0
+    while got < size:
+        chunk = os.read(3, size - got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    os.close(3)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _mpes_steps(code, expr, namespace):

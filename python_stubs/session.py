@@ -112,14 +112,7 @@ def _mpes_step_begin():
     global _MPES_CHANNEL, _MPES_SENT, _MPES_COMPILE_ERROR, _MPES_SOURCE_FOR_ERRORS, _MPES_STEP_CODE
     global _MPES_HELD
 
-    chunks = []
-    while True:
-        chunk = os.read(3, 1 << 20)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    source = b"".join(chunks)
-    os.close(3)
+    source = _mpes_read_script()
     _MPES_SENT = False
     _MPES_HELD = None
     _MPES_COMPILE_ERROR = None
