@@ -121,8 +121,7 @@ void Endpoint::State::post_stateless(const Request& request, const json& message
   const json& id = *msg.id;
   if (options.budget && msg.method == "tools/call") {
     if (auto refusal = options.budget->refuse_call(OutputBudget::connection_client(request.connection))) {
-      send_json(*response, refusal->status, rpc::error_response(id, rpc::kInternalError, refusal->message),
-                {{"Retry-After", std::to_string(refusal->retry_after_seconds)}});
+      send_refusal(*response, id, *refusal);
       return;
     }
   }

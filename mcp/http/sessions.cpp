@@ -244,8 +244,7 @@ void Sessions::post(const Request& request, const json& message, Accepts accepts
   if (state.budget && calls_started(message) > 0) {
     if (auto refusal = state.budget->refuse_call(client)) {
       const auto id = message.is_object() ? rpc::classify(message).id : std::nullopt;
-      send_json(*response, refusal->status, rpc::error_response(id, rpc::kInternalError, refusal->message),
-                {{"Retry-After", std::to_string(refusal->retry_after_seconds)}});
+      send_refusal(*response, id, *refusal);
       return;
     }
   }

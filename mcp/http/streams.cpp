@@ -26,6 +26,11 @@ void send_json(Response& response, int status, const json& body, HeaderList extr
   response.send(status, std::move(extra), jsonrpc::serialize(body));
 }
 
+void send_refusal(Response& response, const std::optional<json>& id, const OutputRefusal& refusal) {
+  send_json(response, refusal.status, jsonrpc::error_response(id, jsonrpc::kInternalError, refusal.message),
+            {{"Retry-After", std::to_string(refusal.retry_after_seconds)}});
+}
+
 // --- ResumableStream ---------------------------------------------------------------------------
 
 ResumableStream::ResumableStream(asio::io_context& io, std::string id, HeldFn held)

@@ -16,6 +16,7 @@
 
 #include "engine/event_loop.h"
 #include "mcp/http/exchange.h"
+#include "mcp/http/output_budget.h"
 
 namespace mcp::http {
 
@@ -29,6 +30,9 @@ HeaderList event_stream_headers();
 
 // A JSON body: Content-Type application/json.
 void send_json(Response& response, int status, const nlohmann::json& body, HeaderList extra = {});
+// A call refused by the output budget (output_budget.h): its status, Retry-After, and a JSON-RPC
+// error naming the limit.
+void send_refusal(Response& response, const std::optional<nlohmann::json>& id, const OutputRefusal& refusal);
 
 // The events of one initialize-era stream, kept for replay: at most one connection is attached
 // at a time; a new one (GET with Last-Event-ID) gets what it missed, then what follows.
@@ -53,7 +57,6 @@ class ResumableStream : public std::enable_shared_from_this<ResumableStream> {
   // Finished with a connection attached, or attached since: the client has had all of it.
   bool delivered() const { return delivered_; }
   bool attached() const { return response_ != nullptr; }
-  std::size_t held_bytes() const { return held_; }
   std::size_t bytes() const { return bytes_; }
   std::chrono::steady_clock::time_point finished_at() const { return finished_at_; }
 
