@@ -45,7 +45,8 @@ namespace {
 // Why the kernel gives no Landlock domain (abi == 0), in words a user can act on.
 std::string unavailable_reason(const LandlockProbe& probe) {
   if (probe.error == ENOSYS) {
-    return "this kernel has no Landlock (ENOSYS; Linux 6.12 with CONFIG_SECURITY_LANDLOCK has all of it)";
+    return "this kernel has no Landlock (ENOSYS; Linux 6.12 built with CONFIG_SECURITY_LANDLOCK has all it "
+           "is used for here)";
   }
   if (probe.error == EOPNOTSUPP) {
     return "Landlock is built in but not enabled (EOPNOTSUPP; add landlock to the lsm= boot parameter)";
@@ -74,8 +75,6 @@ RunScoping plan_run_scoping(bool isolate, const LandlockProbe& probe) {
   if (probe.abi > 0) {
     why = "landlock ABI " + std::to_string(probe.abi) +
           " has no scoping (ABI 6, Linux 6.12, scopes abstract unix sockets and signals)";
-  } else if (probe.error == ENOSYS) {
-    why = "this kernel has no Landlock (ENOSYS; Linux 6.12 with CONFIG_SECURITY_LANDLOCK scopes runs)";
   } else {
     why = unavailable_reason(probe);
   }
