@@ -311,10 +311,14 @@ void Execution::finish() {
   }
   if (!cgroup_.empty()) {
     evidence.cgroup = cgroup_stats_.read();
-    cgroup_stats_ = {};
-    // rmdir can wait briefly for the kernel to let go of the run's processes: off the loop.
+    // rmdir can wait briefly for the kernel to let go of the run's processes: off the loop, and
+    // the counter files are closed there too, not before the answer.
     auto cgroup = std::make_shared<sandbox::RunCgroup>(std::move(cgroup_));
-    asio::post(config_.cgroup_remover, [cgroup] { cgroup->remove(); });
+    auto counters = std::make_shared<sandbox::CgroupCounters>(std::move(cgroup_stats_));
+    asio::post(config_.cgroup_remover, [cgroup, counters]() mutable {
+      counters.reset();
+      cgroup->remove();
+    });
   }
   pidfd_.reset();
   launch_ = nullptr;  // (what it holds: the zygote, the session's holder)
