@@ -39,12 +39,13 @@ std::string errno_text(int err) { return std::strerror(err); }
 
 // The steps of the child between fork and exec, for the parent's message.
 enum ChildStep : int {
-  kStepParent = 1, kStepNetns, kStepCgroup, kStepStage, kStepIdentity, kStepLimits, kStepFds, kStepChdir, kStepExec
+  kStepParent = 1, kStepUserns, kStepNetns, kStepCgroup, kStepStage, kStepIdentity, kStepLimits, kStepFds, kStepChdir, kStepExec
 };
 
 const char* step_text(int step) {
   switch (step) {
     case kStepParent: return "following its parent";
+    case kStepUserns: return "joining its user namespace";
     case kStepNetns: return "joining its network namespace";
     case kStepCgroup: return "joining its control group";
     case kStepStage: return "staging host paths for the unprivileged identity";
@@ -75,6 +76,7 @@ struct ChildPlan {
   mode_t umask = 022;
   bool die_with_parent = false;
   pid_t parent = 0;
+  int userns_fd = -1;
   int netns_fd = -1;
   const std::vector<int>* cgroup_join_fds = nullptr;
   const std::vector<ResourceLimit>* rlimits = nullptr;
@@ -150,10 +152,12 @@ void stage_host_paths(ChildPlan& p) {
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0UL, 0UL, 0UL) != 0) child_fail(p.report, kStepParent, errno);
     if (::getppid() != p.parent) ::_exit(127);  // the parent is already gone
   }
-  if (p.netns_fd >= 0 && ::setns(p.netns_fd, CLONE_NEWNET) != 0) child_fail(p.report, kStepNetns, errno);
+  // Control groups first: their files are the server's to write, in its own user namespace.
   for (int fd : *p.cgroup_join_fds) {
     if (::write(fd, "0", 1) != 1) child_fail(p.report, kStepCgroup, errno);
   }
+  if (p.userns_fd >= 0 && ::setns(p.userns_fd, CLONE_NEWUSER) != 0) child_fail(p.report, kStepUserns, errno);
+  if (p.netns_fd >= 0 && ::setns(p.netns_fd, CLONE_NEWNET) != 0) child_fail(p.report, kStepNetns, errno);
   if (p.staging != nullptr) stage_host_paths(p);
   if (p.drop) {
     // Raw system calls: this (only) thread's ids, without glibc's all-threads broadcast.
@@ -228,6 +232,7 @@ Process Process::spawn(const ProcessSpec& spec, KillSwitch* kill_switch) {
   plan.umask = spec.umask.value_or(022);
   plan.die_with_parent = spec.die_with_parent;
   plan.parent = ::getpid();
+  plan.userns_fd = spec.userns_fd;
   plan.netns_fd = spec.netns_fd;
   plan.cgroup_join_fds = &spec.cgroup_join_fds;
   plan.rlimits = &spec.rlimits;

@@ -66,8 +66,14 @@ struct ProcessSpec {
   // Open cgroup.procs (v1: tasks) fds the child writes "0" into first, so that it and everything
   // it starts are counted and limited there (sandbox/cgroup.h); the caller keeps them.
   std::vector<int> cgroup_join_fds;
-  // A network namespace (open fd) the child joins first, while it still has the server's
-  // identity (needs CAP_SYS_ADMIN over it): e.g. sandbox/user_network.h's. -1 = the server's.
+  // A user namespace (open fd) the child joins after its control groups, as its only thread
+  // (the server cannot: it is multi-threaded), becoming that namespace's root with every
+  // capability there: for a server without root to join a network namespace owned by it (an
+  // unprivileged sandbox/user_network.h's). -1 = the server's.
+  int userns_fd = -1;
+  // A network namespace (open fd) the child joins next, while it still has the server's
+  // identity (needs CAP_SYS_ADMIN over it and in its user namespace: the server as root, or
+  // userns_fd's owner): e.g. sandbox/user_network.h's. -1 = the server's.
   int netns_fd = -1;
   // Set in the child before exec, after the identity change (so a lowered hard limit binds).
   std::vector<ResourceLimit> rlimits;

@@ -424,3 +424,39 @@ TEST_CASE("the child joins the given cgroup fds first: what it writes there land
   CHECK(buffer[0] == '0');
   ::close(fds[0]);
 }
+
+TEST_CASE("the child joins the given user namespace, as its root, then the given network namespace",
+          "[process]") {
+  // A namespace holder: unshare(1) makes a user and a network namespace, maps this user to
+  // its root, and waits.
+  auto holder = sandbox::Process::spawn(shell("exec unshare --user --map-root-user --net sleep 60"));
+  const std::string own = fs::read_symlink("/proc/self/ns/user").string();
+  const std::string ns_dir = "/proc/" + std::to_string(holder.pid()) + "/ns/";
+  std::string theirs;
+  for (int i = 0; i < 200 && (theirs.empty() || theirs == own); ++i) {
+    std::error_code ec;
+    theirs = fs::read_symlink(ns_dir + "user", ec).string();
+    if (theirs.empty() || theirs == own) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(theirs != own);
+  const std::string their_net = fs::read_symlink(ns_dir + "net").string();
+  sandbox::UniqueFd userns(::open((ns_dir + "user").c_str(), O_RDONLY | O_CLOEXEC));
+  sandbox::UniqueFd netns(::open((ns_dir + "net").c_str(), O_RDONLY | O_CLOEXEC));
+  REQUIRE(userns);
+  REQUIRE(netns);
+
+  ProcessSpec spec = shell("readlink /proc/self/ns/user /proc/self/ns/net; id -u; grep CapEff /proc/self/status");
+  spec.userns_fd = userns.get();
+  spec.netns_fd = netns.get();
+  const auto r = sandbox::run_process(spec);
+  REQUIRE(r.ok());
+  // Its root, with capabilities there (not the none of an unprivileged uid after exec).
+  CHECK(r.out.rfind(theirs + "\n" + their_net + "\n0\nCapEff:\t", 0) == 0);
+  CHECK(r.out.find("CapEff:\t0000000000000000") == std::string::npos);
+
+  // Not a user namespace: the start fails and says which step.
+  sandbox::UniqueFd not_user(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+  spec.userns_fd = not_user.get();
+  spec.netns_fd = -1;
+  CHECK_THROWS_WITH(sandbox::run_process(spec), Catch::Contains("joining its user namespace"));
+}
