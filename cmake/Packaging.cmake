@@ -2,10 +2,10 @@
 #   the Python wheel (scikit-build-core sets SKBUILD): the binaries in the Python package's bin/;
 #   everything else (cmake --install, the .deb): /usr/lib/mcp-python-exec-sandbox/ for the
 #   binaries, the command in /usr/bin as a symlink to the server.
-# The server finds its zygote and the builds' interpreter stand-in next to its own executable
+# The server finds its zygote, the builds' interpreter stand-in and its network agent next to its own executable
 # (/proc/self/exe resolves the symlink), so both layouts keep the binaries side by side.
 set(MPES_BINARIES mcp-python-exec-sandbox mcp-python-exec-sandbox-zygote
-  mcp-python-exec-sandbox-build-python)
+  mcp-python-exec-sandbox-build-python mcp-python-exec-sandbox-network)
 
 if(SKBUILD)
   install(TARGETS ${MPES_BINARIES} RUNTIME DESTINATION mcp_python_exec_sandbox_cpp/bin COMPONENT server)

@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { backend, connect, serverPath, textOf } from './lib/client.mjs';
 import { startAbstractListener } from './lib/abstract_socket.mjs';
+import { canUserMode } from './lib/user_network.mjs';
 
 const HOST_PYTHON = '/usr/bin/python3';
 // On the docker backend (MPES_SANDBOX_BACKEND=docker) every attack runs the same, inside the
@@ -782,16 +783,17 @@ report(loopback=attempt(host_loopback), egress=attempt(egress),
   });
 });
 
-// --network on, native backend. As root with pasta installed, each zygote has a network namespace
-// of its own behind pasta: a run reaches the internet but not the host's loopback services, its
-// own addresses, its abstract unix sockets, its socket table or metadata addresses; with nft too,
-// each run has a namespace of its own routed through its zygote's, and runs cannot reach each
-// other. Unprivileged (or without pasta) runs share the host's network, and check_environment
-// must say so (and be right).
+// --network on, native backend. With pasta installed, as root or where /dev/net/tun is open to the
+// server's user (udev's default), each zygote has a network namespace of its own behind pasta: a
+// run reaches the internet but not the host's loopback services, its own addresses, its abstract
+// unix sockets, its socket table or metadata addresses; with nft too, each run has a namespace of
+// its own routed through its zygote's, and runs cannot reach each other. Otherwise runs share the
+// host's network, and check_environment must say so (and be right).
 const onPath = (name, extra = []) =>
   [...(process.env.PATH ?? '/usr/bin:/bin').split(':'), ...extra].some((d) => d && fs.existsSync(path.join(d, name)));
 const PASTA = onPath('pasta');
-const USER_MODE = isRoot && PASTA;
+const CAN_USER_MODE = canUserMode();
+const USER_MODE = CAN_USER_MODE && PASTA;
 const PER_RUN = USER_MODE && onPath('nft', ['/usr/sbin', '/sbin']);
 
 
@@ -870,8 +872,8 @@ report(loopback=attempt(host_loopback), abstract=attempt(host_abstract), tcp_tab
     assert.equal(p.tcp_table, true);
   });
 
-  test('as root with pasta: the internet, but not the host loopback, abstract sockets, socket table or metadata',
-    { skip: !USER_MODE && 'a user-mode network needs the server to run as root with pasta installed' }, async () => {
+  test(`${isRoot ? 'as root' : 'unprivileged, /dev/net/tun open'} with pasta: the internet, but not the host loopback, abstract sockets, socket table or metadata`,
+    { skip: !USER_MODE && 'a user-mode network needs pasta installed, and the server root or /dev/net/tun open to it' }, async () => {
       assert.match(await isolation(), /^Network isolation: user-mode \(pasta\)/);
       const { probe: p, text } = await inside(conn.client, probe(), { timeout: 40 });
       assert.equal(p.loopback.ok, false, `reached the host loopback: ${text}`);
@@ -890,10 +892,10 @@ report(loopback=attempt(host_loopback), abstract=attempt(host_abstract), tcp_tab
     });
 
   test('without a user-mode network the host network is reported, and it is the truth',
-    { skip: USER_MODE && 'the server runs as root with pasta: runs have a user-mode network' }, async () => {
+    { skip: USER_MODE && 'pasta can run here: runs have a user-mode network' }, async () => {
       const line = await isolation();
       assert.match(line, /^Network isolation: host network: /);
-      assert.match(line, isRoot ? /pasta was not found/ : /needs the server to run as root/);
+      assert.match(line, CAN_USER_MODE ? /pasta was not found/ : /needs the server to run as root, or \/dev\/net\/tun open to its user/);
       const { probe: p, text } = await inside(conn.client, probe(), { timeout: 40 });
       assert.equal(p.loopback.value, 'hello from the host\n', text);
       assert.equal(p.tcp_table, true, text);
@@ -909,7 +911,7 @@ report(loopback=attempt(host_loopback), abstract=attempt(host_abstract), tcp_tab
     });
 
   test('a pasta that fails to start leaves its zygote on the host network, and says so',
-    { skip: !isRoot && 'a user-mode network is only tried when the server runs as root' }, async () => {
+    { skip: !CAN_USER_MODE && 'a user-mode network is only tried as root or with /dev/net/tun open' }, async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mpes-escape-pasta-'));
       fs.writeFileSync(path.join(dir, 'pasta'), '#!/bin/sh\necho "simulated pasta failure" >&2\nexit 1\n', { mode: 0o755 });
       const failing = await connect([...LIMIT_FLAGS, '--network', 'on'], { env: { PATH: `${dir}:${process.env.PATH}` } });
@@ -1007,7 +1009,7 @@ report(fork=via_fork, exec_rc=child.returncode, exec_err=child.stderr[-500:])
   // runs' links are consecutive /30s, so the listener's is among them, whichever spare each run
   // took), all at once, TCP and UDP.
   test('two concurrent runs reach each other neither over loopback nor by address (TCP, UDP) nor abstract sockets', {
-    skip: !PER_RUN && 'runs have a namespace of their own only as root with pasta and nft',
+    skip: !PER_RUN && 'runs have a namespace of their own only with pasta and nft (and root or an open /dev/net/tun)',
   }, async () => {
     const port = 20000 + crypto.randomInt(30000);
     const abstract = `mpes-escape-peer-${rand()}`;
@@ -1046,23 +1048,30 @@ while time.time() < end:
 report(address=me, controls=True, accepted=accepted, datagrams=datagrams)
 `;
     const prober = `${ownAddress}
-import threading
+import errno, select, time
 me = own_address()
 a, b, c, d = map(int, me.split('.'))
 targets = ['127.0.0.1'] + ['%d.%d.%d.%d' % (a, b, c, x) for x in range(max(1, d - 24), min(255, d + 25)) if x != d]
-results = {}
-def probe(host):
-    try:
-        socket.create_connection((host, ${port}), timeout=3).close(); results[host] = 'reached'
-    except OSError as e:
-        results[host] = type(e).__name__
+# All at once from one thread (non-blocking connects; a process limit may count every process
+# and thread of the server's user where it has no cgroup): a 3 s wait for them all.
+results, pending = {}, {}
+for host in targets:
+    s = socket.socket(); s.setblocking(False)
+    e = s.connect_ex((host, ${port}))
+    if e in (0, errno.EINPROGRESS): pending[s] = host
+    else: results[host] = errno.errorcode.get(e, str(e)); s.close()
     try:
         socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'peer', (host, ${port}))
     except OSError:
         pass
-threads = [threading.Thread(target=probe, args=(h,)) for h in targets]
-for th in threads: th.start()
-for th in threads: th.join()
+end = time.time() + 3
+while pending and time.time() < end:
+    _, ready, _ = select.select([], list(pending), [], max(0.0, end - time.time()))
+    for s in ready:
+        e = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        results[pending.pop(s)] = 'reached' if e == 0 else errno.errorcode.get(e, str(e)); s.close()
+for s, host in pending.items():
+    results[host] = 'timed out'; s.close()
 def peer_abstract():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(3); s.connect(b'\\0${abstract}'); s.close()
     return True
@@ -1085,13 +1094,17 @@ report(address=me, reached=sorted(h for h, r in results.items() if r == 'reached
     assert.equal(l.datagrams, 0, `another run's datagram arrived: ${text}`);
   });
 
+  // An address of the host's other than loopback: as root, one added for the test (as docker0's
+  // 172.17.0.1 or a second interface would be); unprivileged, one the host has.
+  const existingAddress = () => Object.values(os.networkInterfaces()).flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
   test('a host service on another host address is out of reach (closed routes)', {
-    skip: !USER_MODE && 'needs the server as root with pasta',
+    skip: !USER_MODE ? 'needs a user-mode network (pasta, and root or /dev/net/tun open)'
+      : !isRoot && !existingAddress() && 'no host address but loopback, and no root to add one',
   }, async () => {
-    // A second address on the host (as docker0's 172.17.0.1 or a second interface would be) and
-    // a service bound to all addresses; a server started after it.
-    const extra = `198.51.100.${1 + crypto.randomInt(250)}`;
-    execFileSync('ip', ['addr', 'add', `${extra}/32`, 'dev', 'lo']);
+    // A service bound to all addresses; a server started after the address is there.
+    const extra = isRoot ? `198.51.100.${1 + crypto.randomInt(250)}` : existingAddress();
+    if (isRoot) execFileSync('ip', ['addr', 'add', `${extra}/32`, 'dev', 'lo']);
     const service = net.createServer((socket) => socket.end('hello from the host\n'));
     await new Promise((resolve) => service.listen(0, '0.0.0.0', resolve));
     const servicePort = service.address().port;
@@ -1110,7 +1123,7 @@ report(service=attempt(host_service))
     } finally {
       await fresh.client.close();
       service.close();
-      execFileSync('ip', ['addr', 'del', `${extra}/32`, 'dev', 'lo']);
+      if (isRoot) execFileSync('ip', ['addr', 'del', `${extra}/32`, 'dev', 'lo']);
     }
   });
 });

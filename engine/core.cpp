@@ -99,7 +99,9 @@ Core::Core(asio::io_context& io, EngineConfig config)
   if (config_.build_python_path.empty()) {
     config_.build_python_path = beside_server("mcp-python-exec-sandbox-build-python");
   }
-  run_network_ = plan_run_network(config_.policy.backend, config_.policy.network, ::geteuid() == 0,
+  if (config_.network_agent_path.empty()) config_.network_agent_path = beside_server("mcp-python-exec-sandbox-network");
+  run_network_ = plan_run_network(config_.policy.backend, config_.policy.network,
+                                  sandbox::UserNetwork::unavailable_reason(),
                                   sandbox::UserNetwork::find_pasta(), sandbox::UserNetwork::find_nft());
   if (config_.policy.network && config_.policy.backend == sandbox::Backend::native) {
     if (run_network_.user_mode) {

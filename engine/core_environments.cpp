@@ -48,6 +48,7 @@ EnvironmentsConfig environments_config(const EngineConfig& config, const std::sh
   c.installer.limits = config.policy.limits;
   c.installer.builds_without_network = !config.policy.network;
   c.installer.build_python_path = config.build_python_path;
+  c.installer.network_agent_path = config.network_agent_path;
   return c;
 }
 
@@ -160,6 +161,7 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, 
   launch.rlimit_fallbacks.processes = !startup_.cgroups().limits_processes();
   if (run_network_.user_mode) {
     launch.pasta_path = run_network_.pasta;
+    launch.network_agent_path = config_.network_agent_path;
     launch.run_blocking = [this](std::function<void()> work) { asio::post(worker_, std::move(work)); };
     launch.network_per_run = run_network_.per_run;
     launch.run_network_work = [this](std::function<void()> work) { asio::post(network_worker_, std::move(work)); };

@@ -35,6 +35,7 @@ struct EngineConfig {
   IndexOptions index;
   std::string zygote_path;                      // empty = next to the server executable
   std::string build_python_path;                // the builds' stand-in (build_python.h); empty = likewise
+  std::string network_agent_path;               // sandbox/network_agent.h's program; empty = likewise
   // Sessions (engine/sessions/) and files.
   unsigned max_sessions = 8;                    // --max-sessions
   unsigned session_idle_seconds = 900;          // --session-idle-seconds

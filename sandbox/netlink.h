@@ -6,7 +6,8 @@
 // A socket is bound to the network namespace its opening thread was in. NetnsSocket opens one in
 // another namespace by switching the calling thread there and back (setns of CLONE_NEWNET is per
 // thread, and allowed in a multi-threaded process): call it on a worker thread, never on the
-// event loop. It needs CAP_SYS_ADMIN over the target namespace (the server as root).
+// event loop. It needs CAP_SYS_ADMIN over the target namespace and in its own user namespace:
+// the network agent (sandbox/network_agent.h), root there.
 #pragma once
 
 #include <memory>

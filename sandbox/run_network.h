@@ -1,7 +1,7 @@
-// Each run's own network with --network on (native backend, server root, pasta and nft found):
-// the run's clone makes a network namespace of its own (loopback only, as with --network off),
-// and the server links it into its zygote's user-mode network (sandbox/user_network.h) while
-// the run is still a spare, so nothing of this is on the run's path:
+// Each run's own network with --network on (native backend, pasta and nft found, server root or
+// /dev/net/tun open to it): the run's clone makes a network namespace of its own (loopback only,
+// as with --network off), and the network agent links it into its zygote's user-mode network
+// (sandbox/user_network.h) while the run is still a spare, so nothing of this is on the run's path:
 //
 //   run namespace                      zygote's namespace (the router)           host
 //   lo  127.0.0.1 (the run's own)
@@ -48,7 +48,8 @@ RunLinkPlan run_link_plan(std::uint32_t slot);
 std::string routing_ruleset(const std::string& uplink);
 
 // Routes runs in a user-mode network's namespace. Its methods block (netlink, nft): call them off
-// the event loop. Needs CAP_NET_ADMIN and CAP_SYS_ADMIN over both namespaces (the server as root).
+// the event loop. Needs CAP_NET_ADMIN and CAP_SYS_ADMIN over both namespaces: used by the network
+// agent (sandbox/network_agent.h), root in the router's user namespace.
 class RunRouter {
  public:
   // Turns the namespace `router_netns_fd` (kept open by its owner for as long as this object

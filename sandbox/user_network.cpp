@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -88,20 +89,54 @@ std::vector<std::string> host_addresses() {
 
 std::optional<std::string> UserNetwork::find_pasta(const std::string& path) { return find_executable(path); }
 
-std::vector<std::string> pasta_argv(const std::string& pasta_program, const std::vector<std::string>& holder) {
+std::vector<std::string> pasta_argv(const std::string& pasta_program, const std::vector<std::string>& holder,
+                                    bool root) {
   std::vector<std::string> argv = {pasta_program, "--config-net", "--quiet", "--foreground",
                                    // No port forwarded either way, no gateway mapped to the host.
                                    "-t", "none", "-u", "none", "-T", "none", "-U", "none",
                                    "--no-map-gw",
                                    // Its interface has a name of our own (the runs' router's rules use it).
-                                   "--ns-ifname", kUplinkName,
-                                   // Keeps root until the tap device is open (it may be root's alone).
-                                   "--runas", "0:0", "--"};
+                                   "--ns-ifname", kUplinkName};
+  // As root: keeps root until the tap device is open (it may be root's alone).
+  if (root) argv.insert(argv.end(), {"--runas", "0:0"});
+  argv.push_back("--");
   argv.insert(argv.end(), holder.begin(), holder.end());
   return argv;
 }
 
-UserNetwork UserNetwork::start(const std::string& pasta_program, int ready_timeout_ms) {
+std::vector<std::string> user_network_argv(const std::string& pasta_program, const std::vector<std::string>& holder,
+                                           bool root) {
+  std::vector<std::string> argv = {"unshare"};
+  // Without root, a pid namespace needs a user namespace: one mapping the user to itself, so
+  // that pasta runs as that user and makes (and owns) the network's user namespace below it.
+  if (!root) argv.insert(argv.end(), {"--user", "--map-current-user"});
+  argv.insert(argv.end(), {"--pid", "--fork", "--mount-proc", "--kill-child=SIGKILL", "--"});
+  const auto pasta = pasta_argv(pasta_program, holder, root);
+  argv.insert(argv.end(), pasta.begin(), pasta.end());
+  return argv;
+}
+
+std::string UserNetwork::unavailable_reason_for(bool root, bool tun_open, const std::string& tun_state) {
+  if (root || tun_open) return "";
+  return "a user-mode network needs the server to run as root, or /dev/net/tun open to its user "
+         "(udev's default mode 0666; " + tun_state + ")";
+}
+
+std::string UserNetwork::unavailable_reason() {
+  const bool root = ::geteuid() == 0;
+  const bool open = ::access("/dev/net/tun", R_OK | W_OK) == 0;
+  std::string state = "there is no /dev/net/tun";
+  if (struct stat st {}; !root && !open && ::stat("/dev/net/tun", &st) == 0) {
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", st.st_mode & 07777);
+    state = std::string("/dev/net/tun is mode ") + octal + ", owner uid " + std::to_string(st.st_uid);
+  }
+  return unavailable_reason_for(root, open, state);
+}
+
+UserNetwork UserNetwork::start(const std::string& pasta_program, const std::string& agent_program,
+                               int ready_timeout_ms) {
+  const bool root = ::geteuid() == 0;
   ProcessSpec spec;
   // The holder prints once pasta has configured the namespace, then only waits. Nothing of it
   // outlives the server: pasta runs as pid 1 of a pid namespace of its own (util-linux's
@@ -110,10 +145,9 @@ UserNetwork UserNetwork::start(const std::string& pasta_program, int ready_timeo
   // unshare is killed when the thread that started it ends (the server's death included); its
   // own /proc (--mount-proc), where pasta finds its child by the pid it knows. The
   // holder also gets a parent-death signal (setpriv) before it says it is ready.
-  spec.argv = {"unshare", "--pid", "--fork", "--mount-proc", "--kill-child=SIGKILL", "--"};
-  const auto pasta_command = pasta_argv(pasta_program, {"setpriv", "--pdeathsig", "KILL", "--", "/bin/sh", "-c",
-                                                        "echo mpes-ready; exec sleep 2147483647"});
-  spec.argv.insert(spec.argv.end(), pasta_command.begin(), pasta_command.end());
+  spec.argv = user_network_argv(pasta_program, {"setpriv", "--pdeathsig", "KILL", "--", "/bin/sh", "-c",
+                                                "echo mpes-ready; exec sleep 2147483647"},
+                                root);
   spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C"};
   spec.output = Output::merged;
   spec.die_with_parent = true;
@@ -155,14 +189,16 @@ UserNetwork UserNetwork::start(const std::string& pasta_program, int ready_timeo
   }
   if (holder == 0) throw SpawnError("the user-mode network (pasta) started no namespace holder");
   net.holder_.reset(static_cast<int>(::syscall(SYS_pidfd_open, holder, 0)));
-  net.netns_.reset(::open(("/proc/" + std::to_string(holder) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!net.holder_ || !net.netns_) {
+  const std::string ns = "/proc/" + std::to_string(holder) + "/ns/";
+  net.netns_.reset(::open((ns + "net").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!root) net.userns_.reset(::open((ns + "user").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!net.holder_ || !net.netns_ || (!root && !net.userns_)) {
     throw SpawnError("cannot open the user-mode network's namespace: " + std::string(std::strerror(errno)));
   }
+  net.agent_.emplace(NetworkAgent::start(agent_program, net.userns_fd(), net.netns_fd(), &network_switch()));
   // Nothing routed to link-local or metadata addresses, nor to the host's own addresses.
   try {
-    NetlinkSocket routes = NetlinkSocket::open(net.netns_.get());
-    for (const auto& prefix : closed_prefixes(host_addresses())) routes.add_unreachable_route(prefix);
+    for (const auto& prefix : closed_prefixes(host_addresses())) net.agent_->close_route(prefix);
   } catch (const NetlinkError& e) {
     throw SpawnError(std::string("cannot close a route in the user-mode network: ") + e.what());
   }
@@ -178,12 +214,13 @@ std::optional<std::string> UserNetwork::find_nft() {
 void UserNetwork::enable_run_routing() {
   const auto nft = find_nft();
   if (!nft) throw SetupError("nft was not found (Debian: apt install nftables)");
-  router_.emplace(RunRouter::enable(netns_.get(), kUplinkName, *nft));
+  agent_->route_runs(*nft);
+  routes_runs_ = true;
 }
 
 void UserNetwork::attach_run(int run_pidfd) {
-  if (!router_) throw NetlinkError("this user-mode network does not route runs");
-  router_->attach(run_pidfd);
+  if (!routes_runs_) throw NetlinkError("this user-mode network does not route runs");
+  agent_->attach_run(run_pidfd);
 }
 
 UserNetwork::~UserNetwork() {

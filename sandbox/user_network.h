@@ -16,18 +16,23 @@
 // the namespace; once the holder says it is ready (pasta configured the interface first), the
 // namespace is opened by fd and handed to whatever joins it (ProcessSpec::netns_fd). Destroying
 // the object kills pasta and the holder; so does the end of the server (or of the thread that
-// started it).
+// started it). Every change to the namespace after pasta's (closed routes, the runs' router and
+// links) is made by the network agent (sandbox/network_agent.h), started inside it.
 //
-// Needs root (pasta attaches a namespace only as the namespace's owner, and /dev/net/tun may be
-// root's alone); the caller falls back (and says so) otherwise.
+// As root, pasta keeps root until its tap device is open, and what joins the namespace needs no
+// more. Without root (where /dev/net/tun is open to the server's user, udev's default mode
+// 0666), unshare makes a user namespace that maps the server's user to itself, in which pasta
+// makes the user namespace that owns the network and maps that user to its root; what joins the
+// network joins that user namespace first (userns_fd(), ProcessSpec::userns_fd) and is its root
+// there, the server's user outside.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sandbox/network_agent.h"
 #include "sandbox/process.h"
-#include "sandbox/run_network.h"
 #include "sandbox/unique_fd.h"
 
 namespace sandbox {
@@ -48,24 +53,32 @@ class UserNetwork {
   static std::optional<std::string> find_pasta(const std::string& path = "pasta");
   // nft on PATH, or in /usr/sbin or /sbin (root's PATH may lack them), or nullopt.
   static std::optional<std::string> find_nft();
-  // Starts pasta and its namespace, ready for use when it returns. Blocks (pasta's start, then
-  // its routes): call it off the event loop, on a thread that outlives the object (pasta is
-  // killed when that thread ends). Throws SpawnError (pasta missing or failing, not ready within
-  // `ready_timeout_ms`).
-  static UserNetwork start(const std::string& pasta_program, int ready_timeout_ms = 10000);
+  // Why a user-mode network cannot be started by this process, or "" when it can: root, or
+  // /dev/net/tun open to its user for reading and writing.
+  static std::string unavailable_reason();
+  // Pure: the same from the facts (`tun_state`: what /dev/net/tun is, for the reason).
+  static std::string unavailable_reason_for(bool root, bool tun_open, const std::string& tun_state);
+  // Starts pasta and its namespace, and the network agent (`agent_program`) inside it, ready for
+  // use when it returns. Blocks (pasta's start, then its routes): call it off the event loop, on
+  // a thread that outlives the object (pasta is killed when that thread ends). Throws SpawnError
+  // (pasta or the agent missing or failing, not ready within `ready_timeout_ms`).
+  static UserNetwork start(const std::string& pasta_program, const std::string& agent_program,
+                           int ready_timeout_ms = 10000);
 
   UserNetwork(UserNetwork&&) noexcept = default;
   UserNetwork& operator=(UserNetwork&&) noexcept = default;
   ~UserNetwork();
 
   int netns_fd() const { return netns_.get(); }
+  // The user namespace to join first (ProcessSpec::userns_fd) when the server is not root; else -1.
+  int userns_fd() const { return userns_.get(); }
 
   // Makes this namespace the router of runs' own namespaces (sandbox/run_network.h), with nft
   // found on PATH (or in /usr/sbin). Blocks. Throws SetupError (no nft, rules refused).
   void enable_run_routing();
-  bool routes_runs() const { return router_.has_value(); }
-  // Links the namespace of a spare's init (pidfd) into this one. Blocks (netlink, ~1 ms); call it
-  // on one worker thread. Throws NetlinkError. Only after enable_run_routing().
+  bool routes_runs() const { return routes_runs_; }
+  // Links the namespace of a spare's init (pidfd) into this one. Blocks (the agent's netlink,
+  // ~1 ms); call it on a worker thread. Throws NetlinkError. Only after enable_run_routing().
   void attach_run(int run_pidfd);
   // The process started: util-linux's unshare, parent of pasta (pid 1 of its pid namespace).
   pid_t pid() const { return pasta_.pid(); }
@@ -75,7 +88,9 @@ class UserNetwork {
   Process pasta_;
   UniqueFd holder_;  // pidfd of the holder (pid 1 of pasta's pid namespace)
   UniqueFd netns_;   // its network namespace
-  std::optional<RunRouter> router_;
+  UniqueFd userns_;  // its user namespace, when the server is not root
+  std::optional<NetworkAgent> agent_;
+  bool routes_runs_ = false;
 };
 
 // Kills every user-mode network's pasta and holder (their process groups) now, and any started
@@ -83,7 +98,14 @@ class UserNetwork {
 // half-started (pasta's child, not yet the holder, would wait forever for its dead parent).
 void kill_user_networks();
 
-// The pasta command line that starts a namespace with `holder` as its first process.
-std::vector<std::string> pasta_argv(const std::string& pasta_program, const std::vector<std::string>& holder);
+// Pure: the pasta command line that starts a namespace with `holder` as its first process, for a
+// server with root (`root`) or without.
+std::vector<std::string> pasta_argv(const std::string& pasta_program, const std::vector<std::string>& holder,
+                                    bool root);
+// Pure: the whole command that starts it: util-linux's unshare, making pasta pid 1 of a pid
+// namespace of its own (without root, in a user namespace mapping the user to itself), then
+// pasta_argv.
+std::vector<std::string> user_network_argv(const std::string& pasta_program, const std::vector<std::string>& holder,
+                                           bool root);
 
 }  // namespace sandbox

@@ -39,7 +39,7 @@ if [ "$(id -u)" -eq 0 ]; then
   id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
   stage=$(mktemp -d /tmp/mpes-unpriv.XXXXXX)
   mkdir -p "$stage/build"
-  cp build/mcp-python-exec-sandbox build/mcp-python-exec-sandbox-zygote build/mcp-python-exec-sandbox-build-python "$stage/build/"
+  cp build/mcp-python-exec-sandbox build/mcp-python-exec-sandbox-zygote build/mcp-python-exec-sandbox-build-python build/mcp-python-exec-sandbox-network "$stage/build/"
   cp -r e2e_tests "$stage/e2e_tests"
   # The Python tools' packages (built for Debian's python3), readable by that user.
   cp -r .tools/venv/lib/python3*/site-packages "$stage/pylib"
@@ -60,6 +60,17 @@ if [ "$(id -u)" -eq 0 ]; then
   suite "python sdk ($user)" runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="/home/$user" \
     MPES_SERVER="$stage/build/mcp-python-exec-sandbox" PYTHONPATH="$stage/pylib" \
     /usr/bin/python3 "$stage/e2e_tests/python/test_python_sdk.py"
+  # Unprivileged with a user-mode network: where /dev/net/tun is open to the user (udev's default
+  # mode 0666; many container hosts keep it root's), pasta runs without root. The suites that test
+  # networks run again with the device opened so, then its mode is put back.
+  if [ -c /dev/net/tun ] && command -v pasta >/dev/null; then
+    tun_mode=$(stat -c %a /dev/net/tun)
+    chmod 0666 /dev/net/tun
+    suite "e2e network, /dev/net/tun open ($user)" runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin \
+      HOME="/home/$user" MPES_SERVER="$stage/build/mcp-python-exec-sandbox" \
+      bash -c "cd '$stage/e2e_tests' && node --test --test-concurrency=1 --test-reporter=spec escape.test.mjs hostile_dependencies.test.mjs"
+    chmod "$tun_mode" /dev/net/tun
+  fi
   if ((${#small_fs_env[@]})); then umount "$small_fs"; fi
   rmdir "$small_fs"
   rm -rf "$stage"

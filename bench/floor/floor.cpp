@@ -192,10 +192,10 @@ int run_floor(const Options& o) {
   argv.erase(dash + 2, argv.end());
   const engine::Interpreter& in = *interpreter;
   // The runs' namespaces are the server's: with --network on, where the server gives each run a
-  // network namespace of its own (root, pasta and nft: engine::plan_run_network), so does the
+  // network namespace of its own (pasta and nft, and root or an open /dev/net/tun: engine::plan_run_network), so does the
   // floor (without the link to a user-mode network, which is the server's own work).
   std::string run_network = o.network;
-  if (o.network == "on" && engine::plan_run_network(sandbox::Backend::native, true, ::geteuid() == 0,
+  if (o.network == "on" && engine::plan_run_network(sandbox::Backend::native, true, sandbox::UserNetwork::unavailable_reason(),
                                                     sandbox::UserNetwork::find_pasta(),
                                                     sandbox::UserNetwork::find_nft())
                                .per_run) {

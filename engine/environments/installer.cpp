@@ -399,19 +399,18 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
     // loopback services and abstract sockets it would reach). One for both passes.
     if (!options.index.offline) {
       const auto pasta = sandbox::UserNetwork::find_pasta(options.pasta_path);
-      if (pasta && ::geteuid() == 0) {
+      const std::string unavailable = !pasta ? "pasta (Debian: apt install passt) was not found"
+                                      : options.network_agent_path.empty() ? "no network agent was given"
+                                                                           : sandbox::UserNetwork::unavailable_reason();
+      if (unavailable.empty()) {
         try {
-          network.emplace(sandbox::UserNetwork::start(*pasta));
+          network.emplace(sandbox::UserNetwork::start(*pasta, options.network_agent_path));
         } catch (const sandbox::SpawnError& e) {
           throw InstallerUnavailable(std::string("the installer's network could not be set up: ") + e.what());
         }
       } else {
         static std::once_flag warned;
-        std::call_once(warned, [&] {
-          spdlog::warn("installers share the host's network: {}",
-                       pasta ? "a user-mode network needs the server to run as root"
-                             : "pasta (Debian: apt install passt) was not found");
-        });
+        std::call_once(warned, [&] { spdlog::warn("installers share the host's network: {}", unavailable); });
       }
     }
   }
@@ -473,6 +472,7 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
     if (bytecode) {
       box.network = false;  // loopback only
     } else if (network) {
+      spec.userns_fd = network->userns_fd();
       spec.netns_fd = network->netns_fd();
     }
     spec.argv = sandbox::build_bwrap_argv(box);

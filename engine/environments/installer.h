@@ -69,6 +69,7 @@ struct InstallerOptions {
   // The user-mode network the installer reaches the index through (sandbox/user_network.h),
   // when the server is root and it is installed; else the host's network (logged).
   std::string pasta_path = "pasta";
+  std::string network_agent_path;  // sandbox/network_agent.h's program, for that network
   // Builds from source (the with_builds pass) run through `build_python_path` (build_python.h)
   // standing in for the interpreter: each writes only its own directories. "" (tests): builds
   // are not confined, said in the log. Not with the docker backend or without a sandbox.

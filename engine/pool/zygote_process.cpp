@@ -142,7 +142,7 @@ sandbox::DockerContainer docker_container(const ZygoteLaunch& launch, const std:
 
 }  // namespace
 
-RunNetwork plan_run_network(sandbox::Backend backend, bool network_on, bool root,
+RunNetwork plan_run_network(sandbox::Backend backend, bool network_on, const std::string& unavailable,
                             const std::optional<std::string>& pasta, const std::optional<std::string>& nft) {
   if (!network_on) return {false, "off: each run has a network namespace of its own with loopback only", {}};
   switch (backend) {
@@ -155,7 +155,7 @@ RunNetwork plan_run_network(sandbox::Backend backend, bool network_on, bool root
   const std::string host =
       "host network: runs share the host's network namespace (its loopback services, abstract unix "
       "sockets and /proc/net/tcp are reachable, and runs can reach each other over them) because ";
-  if (!root) return {false, host + "a user-mode network needs the server to run as root", {}};
+  if (!unavailable.empty()) return {false, host + unavailable, {}};
   if (!pasta) return {false, host + "pasta was not found (Debian: apt install passt)", {}};
   const std::string common =
       "user-mode (pasta): each zygote in a network namespace of its own; the host's loopback, "
@@ -219,7 +219,8 @@ void ZygoteProcess::start(std::function<void(State, const std::string&)> on_stat
       std::shared_ptr<sandbox::UserNetwork> network;
       std::string error, shared_because;
       try {
-        network = std::make_shared<sandbox::UserNetwork>(sandbox::UserNetwork::start(self->launch_.pasta_path));
+        network = std::make_shared<sandbox::UserNetwork>(sandbox::UserNetwork::start(self->launch_.pasta_path,
+                                                                                          self->launch_.network_agent_path));
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -371,7 +372,10 @@ void ZygoteProcess::spawn() {
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   }
 
-  if (network_) spec.netns_fd = network_->netns_fd();
+  if (network_) {
+    spec.userns_fd = network_->userns_fd();
+    spec.netns_fd = network_->netns_fd();
+  }
   spdlog::debug("starting zygote for Python {}: {}", launch_.interpreter.version, join(spec.argv, ' '));
   child_.emplace(sandbox::Process::spawn(spec));
   // The event loop gets its own copy of the pidfd (asio closes what it owns).

@@ -30,7 +30,8 @@
 namespace engine {
 
 // How runs reach the network with --network on (and whether each zygote gets a user-mode
-// network of its own, sandbox/user_network.h): native backend, server root and pasta found.
+// network of its own, sandbox/user_network.h): native backend, pasta found, and the server root
+// or /dev/net/tun open to its user.
 // `description` is what check_environment and the start-up log say; `pasta` the program found
 // (only when user_mode).
 // `per_run`: nft found too, so each run gets a namespace of its own linked into its zygote's
@@ -41,7 +42,8 @@ struct RunNetwork {
   std::string pasta;
   bool per_run = false;
 };
-RunNetwork plan_run_network(sandbox::Backend backend, bool network_on, bool root,
+// `unavailable`: sandbox::UserNetwork::unavailable_reason() ("" when this server can start one).
+RunNetwork plan_run_network(sandbox::Backend backend, bool network_on, const std::string& unavailable,
                             const std::optional<std::string>& pasta, const std::optional<std::string>& nft);
 
 struct ZygoteLaunch {
@@ -68,6 +70,7 @@ struct ZygoteLaunch {
   // it forks) is started inside a network namespace of its own behind pasta, set up before the
   // zygote is spawned and killed once it is reaped. "" = the host's network.
   std::string pasta_path;
+  std::string network_agent_path;  // with pasta_path: sandbox/network_agent.h's program
   // With pasta_path: give each run a network namespace of its own, linked into the zygote's
   // (sandbox/run_network.h), when the zygote's network can route them (nft); else its runs
   // share the zygote's namespace (said in network()).

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <set>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -22,17 +23,23 @@
 
 namespace {
 
+// The network agent, built beside the tests.
+std::string agent_path() {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mcp-python-exec-sandbox-network").string();
+}
+
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A process in a network namespace of its own that, once told to go, runs python3 with `code`
-// (stdout captured; what follows the go byte is its stdin).
+// (stdout captured; what follows the go byte is its stdin). Made in the user namespace
+// `userns_fd` (a user-mode network's, when the test is not root), as a zygote's runs are.
 struct NamespacedPython {
   pid_t pid = -1;
   sandbox::UniqueFd pidfd;
   sandbox::UniqueFd go;   // write a byte: exec python3
   sandbox::UniqueFd out;  // its stdout
 
-  explicit NamespacedPython(const std::string& code) {
+  explicit NamespacedPython(const std::string& code, int userns_fd = -1) {
     int ready[2], go_pipe[2], out_pipe[2];
     REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
     REQUIRE(::pipe2(go_pipe, O_CLOEXEC) == 0);
@@ -40,6 +47,7 @@ struct NamespacedPython {
     pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+      if (userns_fd >= 0 && ::setns(userns_fd, CLONE_NEWUSER) != 0) ::_exit(94);
       if (::unshare(CLONE_NEWNET) != 0) ::_exit(90);
       try {
         sandbox::bring_up_loopback();  // as a run's init does
@@ -153,11 +161,11 @@ TEST_CASE("a user-mode network closes metadata and the host's own addresses, not
 TEST_CASE("linked runs each have an address and a default route, and reach neither each other nor the router",
           "[run_network]") {
   const auto pasta = sandbox::UserNetwork::find_pasta();
-  if (!pasta || !sandbox::UserNetwork::find_nft() || ::geteuid() != 0) {
-    WARN("skipped: needs root, pasta and nft (apt install passt nftables)");
+  if (!pasta || !sandbox::UserNetwork::find_nft() || !sandbox::UserNetwork::unavailable_reason().empty()) {
+    WARN("skipped: needs pasta and nft (apt install passt nftables), and root or /dev/net/tun open to this user");
     return;
   }
-  auto network = sandbox::UserNetwork::start(*pasta);
+  auto network = sandbox::UserNetwork::start(*pasta, agent_path());
   network.enable_run_routing();
   REQUIRE(network.routes_runs());
 
@@ -176,7 +184,8 @@ TEST_CASE("linked runs each have an address and a default route, and reach neith
       "t.settimeout(6)\n"
       "try:\n"
       "    t.accept(); print('accepted')\n"
-      "except OSError: print('nobody')\n");
+      "except OSError: print('nobody')\n",
+      network.userns_fd());
   // B: tries A's address, then its gateway (the router itself).
   NamespacedPython b(
       "import socket, sys, time\n"
@@ -190,7 +199,8 @@ TEST_CASE("linked runs each have an address and a default route, and reach neith
       "gw = [l.split() for l in routes.splitlines()[1:] if l.split()[1] == '00000000'][0][2]\n"
       "gateway = socket.inet_ntoa(bytes.fromhex(gw)[::-1])\n"
       "print('peer', attempt(peer, " + std::to_string(port) + "))\n"
-      "print('gateway', attempt(gateway, 22))\n");
+      "print('gateway', attempt(gateway, 22))\n",
+      network.userns_fd());
   network.attach_run(a.pidfd.get());
   network.attach_run(b.pidfd.get());
   a.start();
