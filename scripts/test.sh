@@ -66,6 +66,9 @@ if [ "$(id -u)" -eq 0 ]; then
   if [ -c /dev/net/tun ] && command -v pasta >/dev/null; then
     tun_mode=$(stat -c %a /dev/net/tun)
     chmod 0666 /dev/net/tun
+    cp build/unit_tests "$stage/build/" && chown "$user:$user" "$stage/build/unit_tests"
+    suite "unit network, /dev/net/tun open ($user)" runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin \
+      HOME="/home/$user" bash -c "cd '$stage' && build/unit_tests '[user_network],[run_network],[network_agent]'"
     suite "e2e network, /dev/net/tun open ($user)" runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin \
       HOME="/home/$user" MPES_SERVER="$stage/build/mcp-python-exec-sandbox" \
       bash -c "cd '$stage/e2e_tests' && node --test --test-concurrency=1 --test-reporter=spec escape.test.mjs hostile_dependencies.test.mjs"
