@@ -589,6 +589,43 @@ report(fds=len(fds), errno=err)
     await assertHealthy(client);
   });
 
+  // The runner's end record lets the server answer a clean exit before the run's process is torn
+  // down, and the server then kills what is left. A script can write that record itself and
+  // go on: it is answered as if it had exited 0 (what it could have done) and stopped there.
+  test('a script that writes its own end record, closes its streams and spins is answered and stopped', async () => {
+    const script = `
+import os
+record = (0).to_bytes(4, 'little') + bytes(32)
+os.write(5, len(record).to_bytes(4, 'little') + bytes((5,)) + record)
+for fd in (1, 2, 5):
+    os.close(fd)
+while True:
+    pass
+`;
+    const result = await server.client.callTool(
+      { name: 'execute_python', arguments: { script, timeout_seconds: 15 } }, undefined, { timeout: 60000 });
+    const sc = result.structuredContent ?? {};
+    // Answered at the record (exit 0) where the run has a cgroup of its own, else at its deadline.
+    assert.ok(sc.exit_code === 0 || sc.end_reason === 'timeout', textOf(result));
+    // Whichever: nothing of it still runs. The server's tree (and its containers) uses next to
+    // no CPU in the second after the answer; a loop left spinning would use all of a core.
+    const ticks = () => [...descendantsOf(server.transport.pid), ...containerPidsOf(server.transport.pid)]
+      .reduce((sum, pid) => {
+        try {
+          const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+          return sum + Number(fields[11]) + Number(fields[12]);  // utime + stime, in clock ticks
+        } catch {
+          return sum;
+        }
+      }, 0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const before = ticks();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const used = ticks() - before;
+    assert.ok(used < 40, `the server's processes used ${used} ticks in 1 s after the answer: ${textOf(result)}`);
+    await assertHealthy(server.client);
+  });
+
   test('a setsid double-fork daemon does not outlive the run', async () => {
     const daemonTag = `${tag}-daemon`;
     const probe = `

@@ -302,7 +302,11 @@ void Core::dispatch(const std::shared_ptr<Job>& job, const std::shared_ptr<Zygot
   job->stage = Job::Stage::running;
   job->zygote_python_version = zygote->python_version();
   std::weak_ptr<Core> weak = weak_from_this();
-  job->execution = std::make_shared<Execution>(io_, job->id, execution_config(true), [weak, job](RunEvidence evidence) {
+  Execution::Config config = execution_config(true);
+  // At the runner's end record only where the run's cgroup counts its memory and processes: the
+  // end reason then needs no more than the cgroup and the exit code (not the init's rusage).
+  config.answer_at_end_record = startup_.cgroups().limits_memory() && startup_.cgroups().limits_processes();
+  job->execution = std::make_shared<Execution>(io_, job->id, std::move(config), [weak, job](RunEvidence evidence) {
     if (auto self = weak.lock()) self->answer(job, std::move(evidence));
   });
   // What the install left of the call's timeout (at least a second).

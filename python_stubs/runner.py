@@ -297,12 +297,20 @@ def _mpes_end(error, value):
         _mpes_send_figures()
     code = _mpes_shutdown(code)
     _mpes_send_outputs()  # after exit's flushes and finalizers: the files as the script left them
-    if _MPES_SENT:  # a run that sent nothing (the common case) needs no end record either
-        _mpes_send_end(-2 if sigint else code)
     if sigint:  # like CPython: die of SIGINT after an uncaught KeyboardInterrupt
+        if _MPES_SENT:
+            _mpes_send_end(-2)
         import signal
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
+    # The end record, then every stream closed: all python3 does at exit is done, so the server
+    # can answer now, while this process's memory is still being torn down.
+    _mpes_send_end(code)
+    for fd in (1, 2, _MPES_RESULT_FD):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     os._exit(code & 0xFF)
 
 

@@ -252,7 +252,24 @@ void Execution::answer_after(std::chrono::milliseconds delay) {
 }
 
 void Execution::maybe_finish() {
-  if (state_ == State::finished || !exited_) return;
+  if (state_ == State::finished) return;
+  if (!exited_) {
+    if (state_ == State::running && config_.answer_at_end_record && eof_[0] && eof_[1] && eof_[2] &&
+        !cgroup_.empty() && pidfd_) {
+      const auto end = result_decoder_.end_record();
+      if (end && end->exit_code >= 0 && end->exit_code <= 255) {
+        zygote::ExitedMessage exited;
+        exited.wait_status = end->exit_code << 8;  // as waitpid() gives an exit with that code
+        exited.user_cpu_us = end->user_cpu_us + end->children_user_cpu_us;
+        exited.system_cpu_us = end->system_cpu_us + end->children_system_cpu_us;
+        exited_ = exited;
+        answered_at_end_record_ = true;
+        ended_at_ = Clock::now();
+        finish();
+      }
+    }
+    return;
+  }
   if (eof_[0] && eof_[1] && eof_[2]) {
     finish();
     return;
@@ -320,6 +337,8 @@ void Execution::finish() {
       cgroup->remove();
     });
   }
+  // Answered at the end record: whatever is left of the run goes (its teardown included).
+  if (answered_at_end_record_) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
   pidfd_.reset();
   launch_ = nullptr;  // (what it holds: the zygote, the session's holder)
   if (done_) {

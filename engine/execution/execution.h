@@ -4,10 +4,20 @@
 //
 //   start() -> running --exited + every pipe at EOF-----------------------------> done
 //                      --exited, a pipe still open: drain for kPipeDrainGrace ----> done
+//                      --the runner's end record, every pipe at EOF: kill -------> done
+//                        (answer_at_end_record, with a cgroup of its own and the init's pidfd)
 //                      --deadline or cancel(): kill, answer within kKillAnswerWithin-> done
 //                      --fail() (zygote lost, cannot prepare): kill -------------> done at once
 // The kill goes to the run's init through its pidfd, which takes the run's whole pid namespace
 // with it (a kill asked for before the pidfd arrives is sent when it does).
+//
+// The end record: the runner (python_stubs/runner.py) writes it after everything python3 does
+// at exit (threads joined, atexit, flushes), then closes its streams and exits. Its exit code
+// with every stream closed needs nothing more from the zygote: the run is answered then, while
+// its memory is still being torn down, and its init is killed (the kernel finishes the teardown
+// off the answer's path; a script that wrote the record itself and went on is stopped there,
+// having said no more than it could by exiting). Its usage and the end reason's evidence are the
+// cgroup's. Without the record (killed, a signal, the channel closed) the init's wait status.
 #pragma once
 
 #include <array>
@@ -37,6 +47,9 @@ class Execution : public std::enable_shared_from_this<Execution> {
     ResultLimits result_limits;
     RunCgroups* cgroups = nullptr;  // the server's run cgroups (each run takes one); null: none of its own
     asio::any_io_executor cgroup_remover;  // removes the run's cgroup off the loop (blocking rmdir)
+    // A run (not a session's step) may be answered at its runner's end record (below): where its
+    // cgroup counts memory and processes, so that the end reason needs nothing from its rusage.
+    bool answer_at_end_record = false;
   };
   // The evidence has the run's own part filled in (see RunEvidence: dispatched, duration,
   // timed_out, cancelled, exited, cgroup, streams, rich results, service_error).
@@ -106,6 +119,7 @@ class Execution : public std::enable_shared_from_this<Execution> {
   asio::steady_timer answer_timer_;  // the answer bound after a kill, then the pipe drain grace
 
   std::optional<zygote::ExitedMessage> exited_;
+  bool answered_at_end_record_ = false;  // exited_ is the runner's record: the init is killed
   std::int64_t killed_tree_cpu_us_ = -1;
   std::optional<std::string> service_error_;
   bool timed_out_ = false;

@@ -82,6 +82,12 @@ class ResultDecoder {
   RunnerResult finish();
 
   bool failed() const { return !error_.empty(); }
+  // The end frame, once it came with nothing after it and nothing wrong before (the script may
+  // have written it: it says only what the script could have said by exiting).
+  std::optional<RunnerEnd> end_record() const {
+    if (failed() || !pending_.empty()) return std::nullopt;
+    return result_.end;
+  }
   const std::string& error() const { return error_; }
 
  private:

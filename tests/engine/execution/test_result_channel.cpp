@@ -271,3 +271,24 @@ TEST_CASE("a JSON value nested beyond what the runner makes keeps only its repr"
     CHECK(decoder.finish().value_json.has_value());
   }
 }
+
+TEST_CASE("the end record is seen as soon as it is whole, and not when anything is wrong", "[result-channel]") {
+  const std::string end = engine::encode_runner_end(sample_end());
+  engine::ResultDecoder d(engine::ResultLimits{});
+  CHECK_FALSE(d.end_record());
+  d.append(encode_result_frame(ResultFrame::value_repr, "2"));
+  CHECK_FALSE(d.end_record());
+  d.append(end.substr(0, 10));  // cut short so far
+  CHECK_FALSE(d.end_record());
+  d.append(end.substr(10));
+  REQUIRE(d.end_record());
+  CHECK(d.end_record()->exit_code == sample_end().exit_code);
+  CHECK(d.end_record()->user_cpu_us == sample_end().user_cpu_us);
+  // Anything after it spoils the stream, and the record with it.
+  d.append(encode_result_frame(ResultFrame::note, "late"));
+  CHECK_FALSE(d.end_record());
+
+  engine::ResultDecoder garbage(engine::ResultLimits{});
+  garbage.append(std::string("\xff\xff\xff\xff\x09", 5) + end);
+  CHECK_FALSE(garbage.end_record());
+}
