@@ -242,6 +242,28 @@ describe('faults', () => {
     }
   });
 
+  test('the spares a zygote prepared, killed before their runs: the next calls are still answered', async (t) => {
+    const { conn, base } = await start();
+    try {
+      const [zygote] = zygotes(conn.transport.pid);
+      assert.ok(zygote, 'the default zygote runs');
+      // Its spares: forks of it waiting for a run (the server holds their hand-off sockets).
+      const spares = await waitFor(() => {
+        const found = tree(conn.transport.pid).filter((p) => ppidOf(p) === zygote && isZygoteProgram(p));
+        return found.length >= 2 ? found : null;
+      }, 10000, 'two spares');
+      const theirs = spares.flatMap((s) => tree(s));
+      for (const s of spares) process.kill(s, 'SIGKILL');
+      assert.deepEqual(await gone(theirs), [], 'the spares and their script processes are gone');
+      t.diagnostic(`killed ${spares.length} spares (${theirs.length} processes)`);
+      // The first call finds only dead spares: it must still run, in a new one.
+      for (let i = 0; i < 3; i++) await hello(conn.client);
+      await assertRecovered(conn, base, 'after the spares were killed');
+    } finally {
+      await closeAndCheck(conn);
+    }
+  });
+
   test('an installer killed mid-install: no half environment, the next call installs again', async (t) => {
     const cache = tempDir('mpes-e2e-fault-cache-', cacheRoot());
     // No before/after tree comparison here: the new environment brings its own zygote.

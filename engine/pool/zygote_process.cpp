@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -94,7 +95,9 @@ std::vector<std::string> zygote_arguments(const ZygoteLaunch& launch) {
           "--rlimit-memory", launch.rlimit_fallbacks.memory ? "1" : "0",
           "--rlimit-processes", launch.rlimit_fallbacks.processes ? "1" : "0",
           "--max-value-bytes", std::to_string(launch.max_value_bytes),
-          "--max-images", std::to_string(launch.max_images)};
+          "--max-images", std::to_string(launch.max_images),
+          // Native: the server hands each run to a spare itself (engine/zygote/protocol.h).
+          "--direct-spares", launch.policy.backend == sandbox::Backend::native ? "1" : "0"};
 }
 
 std::vector<std::string> zygote_environment() {
@@ -426,7 +429,11 @@ void ZygoteProcess::on_control() {
         if (on_state_) on_state_(State::ready, "");
       }
     } else if (const auto* spare = std::get_if<zygote::SpareMessage>(&got.message)) {
-      link_spare(*spare, got.fds.empty() ? UniqueFd() : std::move(got.fds.front()));
+      if (spare->direct != 0) {
+        add_direct_spare(spare->pid, std::move(got.fds));
+      } else {
+        link_spare(*spare, got.fds.empty() ? UniqueFd() : std::move(got.fds.front()));
+      }
     } else if (const auto* started = std::get_if<zygote::StartedMessage>(&got.message)) {
       auto it = runs_.find(started->run_id);
       UniqueFd pidfd = got.fds.empty() ? UniqueFd() : std::move(got.fds.front());
@@ -525,6 +532,7 @@ void ZygoteProcess::lose(const std::string& reason) {
   if (state_ != State::ready) return;
   state_ = State::failed;
   failure_ = reason;  // (logged by whoever handles on_state)
+  direct_spares_.clear();
   control_.close();
   listener_.close();
   if (child_) child_->kill();
@@ -540,6 +548,9 @@ bool ZygoteProcess::run(std::uint64_t run_id, std::uint32_t timeout_seconds, std
                         RunCallbacks callbacks, std::uint32_t flags) {
   if (state_ != State::ready) return false;
   last_used_ = std::chrono::steady_clock::now();
+  if ((flags & zygote::kRunFlagSession) == 0 && hand_to_spare(run_id, timeout_seconds, fds, callbacks, flags)) {
+    return true;
+  }
   // Own duplicates: the caller keeps (and closes) its fds right after this call.
   Outgoing out{zygote::RunMessage{run_id, timeout_seconds, flags}, {}};
   for (int fd : fds) {
@@ -561,6 +572,44 @@ bool ZygoteProcess::run(std::uint64_t run_id, std::uint32_t timeout_seconds, std
   return true;
 }
 
+void ZygoteProcess::add_direct_spare(std::int32_t pid, std::vector<UniqueFd> fds) {
+  if (fds.size() != 2) {
+    spdlog::warn("zygote[{}]: SPARE without its pidfd and hand-off socket", launch_.interpreter.major_minor);
+    return;
+  }
+  ::fcntl(fds[1].get(), F_SETFL, O_NONBLOCK);
+  const bool routed = network_ && network_->routes_runs();
+  direct_spares_.push_back({pid, std::move(fds[0]), std::move(fds[1]), !routed});
+  if (!routed) return;
+  // Linked first (a pidfd of its own for the network thread); then it takes runs.
+  UniqueFd for_link(::fcntl(direct_spares_.back().pidfd.get(), F_DUPFD_CLOEXEC, 3));
+  link_spare(zygote::SpareMessage{pid, 1}, std::move(for_link));
+}
+
+bool ZygoteProcess::hand_to_spare(std::uint64_t run_id, std::uint32_t timeout_seconds, const std::vector<int>& fds,
+                                  RunCallbacks& callbacks, std::uint32_t flags) {
+  // TAKEN must reach the zygote in order, before the spare can end: only with nothing queued.
+  if (!outbox_.empty() || writing_ || !control_.is_open()) return false;
+  for (;;) {
+    const auto ready = std::find_if(direct_spares_.begin(), direct_spares_.end(),
+                                    [](const DirectSpare& s) { return s.ready; });
+    if (ready == direct_spares_.end()) return false;
+    DirectSpare spare = std::move(*ready);
+    direct_spares_.erase(ready);
+    const int err = zygote::send_message(spare.handoff.get(), zygote::RunMessage{run_id, timeout_seconds, flags}, fds);
+    if (err != 0) {
+      // Gone (its setup failed, or the zygote stopped it): the zygote reaps it; try the next.
+      spdlog::debug("zygote[{}]: spare {} cannot take a run: {}", launch_.interpreter.major_minor, spare.pid,
+                    std::strerror(err));
+      continue;
+    }
+    RunCallbacks& placed = runs_[run_id] = std::move(callbacks);
+    send(zygote::TakenMessage{run_id, spare.pid});
+    if (placed.started) placed.started(spare.pid, std::move(spare.pidfd));
+    return true;
+  }
+}
+
 void ZygoteProcess::send(zygote::Message message, std::vector<int> fds) {
   outbox_.push_back({std::move(message), std::move(fds)});
   flush_outbox();
@@ -568,14 +617,18 @@ void ZygoteProcess::send(zygote::Message message, std::vector<int> fds) {
 
 void ZygoteProcess::link_spare(const zygote::SpareMessage& spare, UniqueFd pidfd) {
   const std::int32_t pid = spare.pid;
+  const bool direct = spare.direct != 0;
   if (!network_ || !network_->routes_runs() || !pidfd || !launch_.run_network_work) {
+    if (direct) {
+      std::erase_if(direct_spares_, [pid](const DirectSpare& s) { return s.pid == pid; });
+    }
     send(zygote::SpareLinkedMessage{pid, 0, pidfd ? "this zygote's network does not route runs" : "SPARE without its pidfd"});
     return;
   }
   // On the network thread; the answer goes out on the event loop (if the zygote still lives).
   auto self = shared_from_this();
   auto job = std::make_shared<UniqueFd>(std::move(pidfd));
-  launch_.run_network_work([self, network = network_, job, pid] {
+  launch_.run_network_work([self, network = network_, job, pid, direct] {
     std::string error;
     try {
       network->attach_run(job->get());
@@ -583,8 +636,17 @@ void ZygoteProcess::link_spare(const zygote::SpareMessage& spare, UniqueFd pidfd
       error = e.what();
     }
     job->reset();
-    asio::post(self->io_, [self, pid, error = std::move(error)] {
+    asio::post(self->io_, [self, pid, direct, error = std::move(error)] {
       if (self->state_ != State::starting && self->state_ != State::ready) return;
+      if (direct) {
+        const auto it = std::find_if(self->direct_spares_.begin(), self->direct_spares_.end(),
+                                     [pid](const DirectSpare& s) { return s.pid == pid; });
+        if (it != self->direct_spares_.end() && error.empty()) {
+          it->ready = true;
+          return;  // the zygote need not know: the spare is ours
+        }
+        if (it != self->direct_spares_.end()) self->direct_spares_.erase(it);
+      }
       self->send(zygote::SpareLinkedMessage{pid, error.empty() ? 1u : 0u, error});
     });
   });
@@ -625,6 +687,7 @@ void ZygoteProcess::stop(std::function<void()> on_reaped) {
   if (on_reaped) on_reaped_.push_back(std::move(on_reaped));
   if (state_ != State::stopped) {
     state_ = State::stopped;
+    direct_spares_.clear();  // their processes see EOF (and are killed with the zygote's runs)
     auto runs = std::move(runs_);
     runs_.clear();
     for (auto& [id, callbacks] : runs) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -146,6 +147,13 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   void flush_outbox();
   void notify_reaped();
   void link_spare(const zygote::SpareMessage& spare, sandbox::UniqueFd pidfd);
+  // SPARE with direct hand-off: {pidfd, hand-off socket}; ready at once unless its network is
+  // still to be linked.
+  void add_direct_spare(std::int32_t pid, std::vector<sandbox::UniqueFd> fds);
+  // Sends the run straight to the oldest ready spare and TAKEN to the zygote; false (callbacks
+  // untouched) when there is none, and the run goes to the zygote as RUN.
+  bool hand_to_spare(std::uint64_t run_id, std::uint32_t timeout_seconds, const std::vector<int>& fds,
+                     RunCallbacks& callbacks, std::uint32_t flags);
   void send(zygote::Message message, std::vector<int> fds = {});
 
   asio::io_context& io_;
@@ -171,6 +179,15 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   std::string warnings_;
   std::string failure_;
   std::map<std::uint64_t, RunCallbacks> runs_;
+  // Spares the zygote handed us (native backend), oldest first: a run goes to one of them
+  // directly, without waking the zygote on its way in.
+  struct DirectSpare {
+    std::int32_t pid = 0;
+    sandbox::UniqueFd pidfd;
+    sandbox::UniqueFd handoff;
+    bool ready = false;  // routed: its network is linked
+  };
+  std::deque<DirectSpare> direct_spares_;
   struct Outgoing {
     zygote::Message message;
     std::vector<int> fds;  // owned until sent

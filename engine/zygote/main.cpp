@@ -11,6 +11,9 @@
 //           while a spare), then cgroup join, rlimits, runner stub (the script); init then only reaps and reports the
 //           script's status through a per-run status pipe, so a script dying of a signal is
 //           reported as such.
+//   (--direct-spares 1: each spare is announced with SPARE and its hand-off socket; the server
+//   sends the run to it itself and tells us with TAKEN, so a run does not wake the zygote on its
+//   way in. Runs the server has no spare for still come as RUN.)
 // With the none backend: zygote --fork--> init (a subreaper, in a fresh temporary work dir)
 //   --fork--> script process; when the script ends the init kills what the run left running.
 //
@@ -84,6 +87,7 @@ struct Options {
   sandbox::Limits limits;
   sandbox::RlimitFallbacks fallbacks;
   unsigned spares = 2;  // run children prepared ahead of their runs
+  bool direct_spares = false;  // spares are announced to the server, which hands runs to them
   std::uint64_t max_value_bytes = 102400;  // the runner's bound on a value's repr and JSON
   unsigned max_images = 4;                 // figures a run returns at most
   std::vector<std::string> argv;  // as started: the zygote starts itself again with fewer preloads
@@ -162,6 +166,7 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--rlimit-memory") o.fallbacks.memory = value != "0";
     else if (flag == "--rlimit-processes") o.fallbacks.processes = value != "0";
     else if (flag == "--connect") o.connect = value;
+    else if (flag == "--direct-spares") o.direct_spares = value != "0";
     else usage("unknown option " + flag);
   }
   if ((o.libpython.empty() && o.spawn_executable.empty()) || o.home.empty()) {
@@ -256,6 +261,7 @@ class Zygote {
     std::uint64_t run_id = 0;
     UniqueFd status;       // read end of the run's status pipe
     std::string work_dir;  // none backend: the temporary work dir to remove
+    bool taken = true;        // has its run (false: a direct spare reaped before TAKEN came)
     bool reported = false;    // EXITED already sent (from the init's record)
     bool status_eof = false;  // nothing more will come on `status`
     std::optional<z::ExitedMessage> exited;  // what the records said so far
@@ -270,6 +276,14 @@ class Zygote {
     UniqueFd status;       // read end of the run's status pipe
     std::string work_dir;  // none backend
     bool linked = true;    // --network routed: false until the server has linked its network
+    bool direct = false;   // announced to the server with its hand-off socket: the server's to use
+  };
+  // A direct spare reaped before the server's TAKEN for it was read: its end, until TAKEN says
+  // which run it was (or it is forgotten, oldest first).
+  struct EarlyExit {
+    Child child;
+    int status = 0;
+    rusage usage{};
   };
   // A run that found no linked spare (--network routed), until one is.
   struct Pending {
@@ -287,17 +301,22 @@ class Zygote {
            "\n_MPES_MAX_IMAGES = " + std::to_string(options_.max_images) + "\n";
   }
   void handle_control();
-  bool create_spare();
+  // direct: announced to the server (SPARE + its hand-off socket), which hands it a run itself.
+  bool create_spare(bool direct);
   void top_up_spares();
   void handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds);
   // Hands the run to the oldest linked spare; false when there is none (the run is not taken).
   bool dispatch(const z::RunMessage& run, std::vector<UniqueFd>& fds);
   void handle_spare_linked(const z::SpareLinkedMessage& linked);
+  void handle_taken(const z::TakenMessage& taken);
   // --network routed: the oldest waiting run is refused with `reason` (its spare failed), and a
   // spare is made for the others if none is coming.
   void refuse_pending(const std::string& reason);
   void dispatch_pending();
   void reap();
+  // A run's init was reaped: EXITED unless the init's record already answered. True when the
+  // run may have left processes to us (unsandboxed).
+  bool child_reaped(Child& child, int status, const rusage& usage);
   void read_status(Child& child);
   void send_exited(Child& child, z::ExitedMessage exited);
   void refuse(std::uint64_t run_id, const std::string& reason);
@@ -324,6 +343,8 @@ class Zygote {
   // preparing waits for it, so back-to-back runs need more than one in the pipeline.
   std::deque<Spare> spares_;
   std::map<pid_t, Spare> abandoned_;  // spares that died before taking their run
+  std::deque<std::pair<pid_t, EarlyExit>> early_exits_;  // bounded: kMaxEarlyExits
+  static constexpr std::size_t kMaxEarlyExits = 16;
   std::deque<Pending> pending_;       // --network routed: runs waiting for a linked spare
   std::string spare_error_;
   sandbox::ChildSpec base_spec_;
@@ -403,7 +424,7 @@ int Zygote::start() {
   ready.tasks = static_cast<std::uint32_t>(count_tasks());
   ready.warnings = warnings;
   // The first run's child starts preparing before READY, so the first run finds it (nearly) done.
-  if (spares_wanted_ > 0 && !create_spare()) log(spare_error_);
+  if (spares_wanted_ > 0 && !create_spare(options_.direct_spares)) log(spare_error_);
   if (const int err = z::send_message(z::kControlFd, ready); err != 0) {
     log(std::string("cannot send READY: ") + std::strerror(err));
     return 1;
@@ -432,8 +453,9 @@ int Zygote::start() {
       auto it = children_.find(polled[i]);
       if (it != children_.end()) read_status(it->second);
     }
-    if (fds[1].revents != 0) reap();
+    // Control first: a TAKEN read before the reap finds its spare still waiting.
     if (fds[0].revents != 0) handle_control();
+    if (fds[1].revents != 0 && !stopping_) reap();
   }
   // Stopping: every run was killed; reap them all before leaving (unsandboxed: and whatever
   // of theirs was re-parented to us).
@@ -573,6 +595,8 @@ void Zygote::handle_control() {
           handle_run(*run, std::move(got.fds));
         } else if (const auto* linked = std::get_if<z::SpareLinkedMessage>(&got.message)) {
           handle_spare_linked(*linked);
+        } else if (const auto* taken = std::get_if<z::TakenMessage>(&got.message)) {
+          handle_taken(*taken);
         } else {
           log("unexpected control message ignored");
         }
@@ -586,7 +610,7 @@ void Zygote::refuse(std::uint64_t run_id, const std::string& reason) {
   z::send_message(z::kControlFd, z::RefusedMessage{run_id, reason});
 }
 
-bool Zygote::create_spare() {
+bool Zygote::create_spare(bool direct) {
   if (const int tasks = count_tasks(); tasks != 1) {
     spare_error_ = "the zygote has " + std::to_string(tasks) +
                    " threads (a preloaded module started threads); forking it could deadlock "
@@ -659,7 +683,16 @@ bool Zygote::create_spare() {
   spare.handoff = std::move(handoff);
   spare.status = std::move(status_rd);
   spare.work_dir = work_dir;
-  if (options_.routed) {
+  if (direct) {
+    // The server's from now on: it links it (routed), hands it a run and says TAKEN. Our end of
+    // the hand-off socket goes with the message, so only the server can give it a run.
+    spare.direct = true;
+    const int attached[] = {spare.pidfd.get(), spare.handoff.get()};
+    if (const int err = z::send_message(z::kControlFd, z::SpareMessage{pid, 1}, attached); err != 0 && err != EPIPE) {
+      log(std::string("cannot send SPARE: ") + std::strerror(err));
+    }
+    spare.handoff.reset();
+  } else if (options_.routed) {
     // The server links its network; until it says so, the spare takes no run.
     spare.linked = false;
     const int attached[] = {spare.pidfd.get()};
@@ -673,7 +706,7 @@ bool Zygote::create_spare() {
 
 void Zygote::top_up_spares() {
   while (spares_.size() < spares_wanted_) {
-    if (!create_spare()) return;  // the next run tries again and reports why
+    if (!create_spare(options_.direct_spares)) return;  // the next run tries again and reports why
   }
 }
 
@@ -696,17 +729,22 @@ void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
   pending_.push_back({run, std::move(fds)});
   // A spare for it, unless one is already on its way.
   const bool coming = std::any_of(spares_.begin(), spares_.end(), [](const Spare& s) { return !s.linked; });
-  if (!coming && !create_spare()) refuse_pending(spare_error_);
+  if (!coming && !create_spare(false)) refuse_pending(spare_error_);
 }
 
 bool Zygote::dispatch(const z::RunMessage& run, std::vector<UniqueFd>& fds) {
   std::vector<int> raw;
   for (const auto& fd : fds) raw.push_back(fd.get());
   // A spare prepared ahead takes the run; if it died meanwhile, a fresh one does.
+  // Direct spares are the server's: a run sent here had none, and gets one of ours.
+  const auto ours_ready = [](const Spare& s) { return !s.direct && s.linked; };
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (spares_.empty() && !create_spare()) return false;
-    const auto ready = std::find_if(spares_.begin(), spares_.end(), [](const Spare& s) { return s.linked; });
-    if (ready == spares_.end()) return false;
+    if (std::none_of(spares_.begin(), spares_.end(), [](const Spare& s) { return !s.direct; }) &&
+        !create_spare(false)) {
+      return false;
+    }
+    const auto ready = std::find_if(spares_.begin(), spares_.end(), ours_ready);
+    if (ready == spares_.end()) return false;  // ours is being linked (routed)
     Spare spare = std::move(*ready);
     spares_.erase(ready);
     if (z::send_message(spare.handoff.get(), run, raw) != 0) {
@@ -730,7 +768,7 @@ bool Zygote::dispatch(const z::RunMessage& run, std::vector<UniqueFd>& fds) {
     // Another spare is made now only when none is left: a fork here competes for the CPU with
     // the run just started (and delays its EXITED if it ends meanwhile); otherwise the spares are
     // topped up once this run's EXITED is sent.
-    if (spares_.empty() && spares_wanted_ > 0) create_spare();
+    if (spares_.empty() && spares_wanted_ > 0) create_spare(options_.direct_spares);
     return true;
   }
   spare_error_ = "the run's child died before it could start (see the zygote's log)";
@@ -755,6 +793,35 @@ void Zygote::handle_spare_linked(const z::SpareLinkedMessage& linked) {
   if (!pending_.empty()) refuse_pending(spare_error_);
 }
 
+void Zygote::handle_taken(const z::TakenMessage& taken) {
+  const auto waiting = std::find_if(spares_.begin(), spares_.end(),
+                                    [&](const Spare& s) { return s.direct && s.pid == taken.pid; });
+  if (waiting != spares_.end()) {
+    Child child;
+    child.run_id = taken.run_id;
+    child.status = std::move(waiting->status);
+    child.work_dir = waiting->work_dir;
+    spares_.erase(waiting);
+    auto& placed = children_.emplace(taken.pid, std::move(child)).first->second;
+    read_status(placed);  // its end may be recorded already
+    // As after a run the zygote dispatched: a new spare now only when none is left.
+    if (spares_.empty() && spares_wanted_ > 0) create_spare(true);
+    return;
+  }
+  const auto early = std::find_if(early_exits_.begin(), early_exits_.end(),
+                                  [&](const auto& e) { return e.first == taken.pid; });
+  if (early != early_exits_.end()) {
+    EarlyExit exit = std::move(early->second);
+    early_exits_.erase(early);
+    exit.child.run_id = taken.run_id;
+    exit.child.taken = true;
+    child_reaped(exit.child, exit.status, exit.usage);
+    return;
+  }
+  // Not a spare of ours: the server's bookkeeping is wrong; its run must not wait forever.
+  refuse(taken.run_id, "the zygote has no spare " + std::to_string(taken.pid) + " for this run");
+}
+
 void Zygote::dispatch_pending() {
   while (!pending_.empty()) {
     Pending& next = pending_.front();
@@ -769,7 +836,7 @@ void Zygote::refuse_pending(const std::string& reason) {
   pending_.pop_front();
   if (pending_.empty()) return;
   const bool coming = std::any_of(spares_.begin(), spares_.end(), [](const Spare& s) { return !s.linked; });
-  if (!coming && !create_spare()) refuse_pending(spare_error_);
+  if (!coming && !create_spare(false)) refuse_pending(spare_error_);
 }
 
 void Zygote::run_init(const sandbox::ChildSpec& spec) {
@@ -943,10 +1010,35 @@ void Zygote::reap() {
     if (pid <= 0) break;
     auto it = children_.find(pid);
     if (it == children_.end()) {
+      const auto direct = std::find_if(spares_.begin(), spares_.end(),
+                                       [pid](const Spare& s) { return s.direct && s.pid == pid; });
+      if (direct != spares_.end()) {
+        // The server may have handed it a run whose TAKEN is still on its way: kept until then.
+        EarlyExit exit{Child{}, status, usage};
+        exit.child.taken = false;
+        exit.child.status = std::move(direct->status);
+        exit.child.work_dir = direct->work_dir;
+        spares_.erase(direct);
+        read_status(exit.child);
+        if (exit.child.exited && (exit.child.exited->flags & z::kExitSetupFailed)) {
+          log("a prepared run child failed: " + exit.child.exited->detail);
+        }
+        early_exits_.emplace_back(pid, std::move(exit));
+        if (early_exits_.size() > kMaxEarlyExits) early_exits_.pop_front();
+        continue;
+      }
       if (!reap_spare(pid, status)) strays = true;  // one of them: its children are ours now
       continue;
     }
-    Child& child = it->second;
+    if (child_reaped(it->second, status, usage)) strays = true;
+    children_.erase(it);
+  }
+  if (strays && !options_.isolate) kill_strays();
+}
+
+bool Zygote::child_reaped(Child& child, int status, const rusage& usage) {
+  bool strays = false;
+  {
     read_status(child);
     if (!options_.isolate) {
       // An init that did not end by itself (killed at a deadline) left the run's processes to
@@ -965,17 +1057,15 @@ void Zygote::reap() {
       exited.max_rss_kb = usage.ru_maxrss;
       send_exited(child, std::move(exited));
     }
-    children_.erase(it);
   }
-  if (strays && !options_.isolate) kill_strays();
+  return strays;
 }
 
 // Reads what a run's status pipe holds; on the init's record of the script's end, answers
 // right away (the init and the run's namespaces are torn down after, and reaped later).
 void Zygote::read_status(Child& child) {
-  if (child.status_eof || !child.status) return;
   StatusRecord record;
-  for (;;) {
+  while (!child.status_eof && child.status) {
     const ssize_t n = ::read(child.status.get(), &record, sizeof record);
     if (n != static_cast<ssize_t>(sizeof record)) {
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) child.status_eof = true;
@@ -994,7 +1084,7 @@ void Zygote::read_status(Child& child) {
       child.exited->detail = record.text;
     }
   }
-  if (!child.reported && child.exited && (child.exited->flags & kScriptEnded)) {
+  if (child.taken && !child.reported && child.exited && (child.exited->flags & kScriptEnded)) {
     z::ExitedMessage exited = *child.exited;
     exited.run_id = child.run_id;
     exited.flags &= ~kScriptEnded;

@@ -16,7 +16,7 @@ constexpr std::size_t kMaxStringBytes = 1024;
 enum class Type : std::uint32_t {
   ready = 1, run = 2, started = 3, exited = 4, refused = 5,
   step = 6, step_started = 7, step_exited = 8, holder_ready = 9, prepare = 10,
-  spare = 11, spare_linked = 12
+  spare = 11, spare_linked = 12, taken = 13
 };
 
 class Writer {
@@ -137,11 +137,16 @@ std::vector<std::uint8_t> encode(const Message& message) {
   } else if (const auto* sp = std::get_if<SpareMessage>(&message)) {
     header(w, Type::spare);
     w.put(sp->pid);
+    w.put(sp->direct);
   } else if (const auto* sl = std::get_if<SpareLinkedMessage>(&message)) {
     header(w, Type::spare_linked);
     w.put(sl->pid);
     w.put(sl->ok);
     w.put(sl->reason);
+  } else if (const auto* tk = std::get_if<TakenMessage>(&message)) {
+    header(w, Type::taken);
+    w.put(tk->run_id);
+    w.put(tk->pid);
   }
   return w.take();
 }
@@ -229,7 +234,13 @@ bool decode(std::span<const std::uint8_t> bytes, Message& out, std::string& erro
     }
     case Type::spare: {
       SpareMessage m;
-      ok = r.get(m.pid);
+      ok = r.get(m.pid) && r.get(m.direct);
+      out = m;
+      break;
+    }
+    case Type::taken: {
+      TakenMessage m;
+      ok = r.get(m.run_id) && r.get(m.pid);
       out = m;
       break;
     }

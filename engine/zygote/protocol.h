@@ -12,6 +12,12 @@
 //   zygote -> server  SPARE         + fd {pidfd of a new spare's init}: link its namespace
 //   server -> zygote  SPARE_LINKED  that spare's network is ready (or why it is not); only a
 //                                   linked spare takes a run
+// With direct hand-off (--direct-spares 1, native backend), the server hands runs to spares itself:
+//   zygote -> server  SPARE (direct) + fds {pidfd of its init, the spare's hand-off socket}: the
+//                                   spare is the server's (linked first, if routed)
+//   server -> spare   RUN           on the hand-off socket, as the zygote would send it
+//   server -> zygote  TAKEN         that spare took that run: the zygote reports its EXITED
+//   A run the server has no spare for goes to the zygote as RUN, as above.
 // A session (engine/sessions/) is a run whose RUN carries kRunFlagSession: its process does not
 // run a script but becomes the session's root interpreter, talking to the server over the socket
 // attached to RUN (engine/zygote/session_holder.h). On that socket, between the server and each
@@ -99,6 +105,12 @@ struct RefusedMessage {
 
 struct SpareMessage {
   std::int32_t pid = 0;  // the spare's init, in the zygote's pid namespace (names the spare)
+  std::uint32_t direct = 0;  // 1: the hand-off socket is attached after the pidfd
+};
+
+struct TakenMessage {
+  std::uint64_t run_id = 0;
+  std::int32_t pid = 0;  // the direct spare the server sent the run to
 };
 
 struct SpareLinkedMessage {
@@ -154,7 +166,7 @@ struct PrepareMessage {
 
 using Message = std::variant<ReadyMessage, RunMessage, StartedMessage, ExitedMessage, RefusedMessage,
                              StepMessage, StepStartedMessage, StepExitedMessage, HolderReadyMessage,
-                             PrepareMessage, SpareMessage, SpareLinkedMessage>;
+                             PrepareMessage, SpareMessage, SpareLinkedMessage, TakenMessage>;
 
 std::vector<std::uint8_t> encode(const Message& message);
 // Rejects unknown types, truncated or oversized payloads and trailing bytes; `error` says which.

@@ -118,6 +118,14 @@ TEST_CASE("every message type survives encode/decode", "[zygote-protocol]") {
   }
   SECTION("spare") {
     CHECK(std::get<z::SpareMessage>(roundtrip(z::SpareMessage{77})).pid == 77);
+    const auto direct = std::get<z::SpareMessage>(roundtrip(z::SpareMessage{78, 1}));
+    CHECK(direct.pid == 78);
+    CHECK(direct.direct == 1);
+  }
+  SECTION("taken") {
+    const auto out = std::get<z::TakenMessage>(roundtrip(z::TakenMessage{12345678901ULL, 42}));
+    CHECK(out.run_id == 12345678901ULL);
+    CHECK(out.pid == 42);
   }
   SECTION("spare linked") {
     const auto ok = std::get<z::SpareLinkedMessage>(roundtrip(z::SpareLinkedMessage{8, 1, ""}));
