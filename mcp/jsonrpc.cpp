@@ -57,6 +57,26 @@ void append_value(std::string& out, const json& value) {
   out += value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// About the size `value` takes written, when its strings need no escapes (numbers guessed).
+std::size_t size_hint(const json& value) {
+  switch (value.type()) {
+    case json::value_t::object: {
+      std::size_t size = 2;
+      for (const auto& [key, member] : value.items()) size += key.size() + 4 + size_hint(member);
+      return size;
+    }
+    case json::value_t::array: {
+      std::size_t size = 2;
+      for (const auto& element : value) size += 1 + size_hint(element);
+      return size;
+    }
+    case json::value_t::string:
+      return value.get_ref<const std::string&>().size() + 2;
+    default:
+      return 24;
+  }
+}
+
 }  // namespace
 
 std::optional<json> parse(std::string_view text) {
@@ -87,6 +107,9 @@ json notification(std::string_view method, json params) {
 
 std::string serialize(const json& message) {
   std::string out;
+  // Room for the whole message (escapes aside) before writing: a reply carrying megabytes of
+  // output is not copied over again each time the buffer grows.
+  out.reserve(size_hint(message));
   append_value(out, message);
   return out;
 }

@@ -106,10 +106,10 @@ std::string format_run_text(const engine::RunResult& result) {
   return text;
 }
 
-json run_structured_content(const engine::RunResult& result) {
+json run_structured_content(engine::RunResult result) {
   json out = {
-      {"stdout", result.stdout_stream.text},
-      {"stderr", result.stderr_stream.text},
+      {"stdout", std::move(result.stdout_stream.text)},
+      {"stderr", std::move(result.stderr_stream.text)},
       {"exit_code", result.exit_code},
       {"duration_ms", result.duration_ms},
       {"timed_out", result.timed_out},
@@ -224,7 +224,7 @@ json run_output_schema() {
   };
 }
 
-json run_call_tool_result(const engine::RunResult& result) {
+json run_call_tool_result(engine::RunResult result) {
   json content = json::array({text_item(format_run_text(result))});
   for (const auto& image : result.images) {
     content.push_back({{"type", "image"}, {"data", image.data_base64}, {"mimeType", image.mime_type}});
@@ -238,9 +238,11 @@ json run_call_tool_result(const engine::RunResult& result) {
     }
     content.push_back({{"type", "resource"}, {"resource", std::move(resource)}});
   }
+  const bool is_error = result.service_error.has_value();
   return {{"content", std::move(content)},
-          {"structuredContent", run_structured_content(result)},
-          {"isError", result.service_error.has_value()}};
+          // Last: the streams move into it (an output of megabytes is not copied again).
+          {"structuredContent", run_structured_content(std::move(result))},
+          {"isError", is_error}};
 }
 
 }  // namespace mcp

@@ -11,9 +11,9 @@
 namespace mcp {
 
 std::string format_run_text(const engine::RunResult& result);
-nlohmann::json run_structured_content(const engine::RunResult& result);
+nlohmann::json run_structured_content(engine::RunResult result);
 nlohmann::json run_output_schema();
 // content: [text, notes..., images...]; isError only for a service error.
-nlohmann::json run_call_tool_result(const engine::RunResult& result);
+nlohmann::json run_call_tool_result(engine::RunResult result);
 
 }  // namespace mcp

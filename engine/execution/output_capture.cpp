@@ -91,17 +91,19 @@ std::string OutputCapture::marker(std::uint64_t dropped_bytes) {
   return "\n[... " + std::to_string(dropped_bytes) + " bytes dropped ...]\n";
 }
 
-CapturedStream OutputCapture::finish() const {
+CapturedStream OutputCapture::finish() {
   const std::string tail = tail_in_order();
   const std::uint64_t gap = total_ - head_.size() - tail.size();  // bytes in neither buffer
   CapturedStream result;
   if (gap == 0) {
-    // Mostly the whole stream is in the head: no concatenated copy of it then.
-    std::string all = tail.empty() ? sanitize_utf8(head_) : sanitize_utf8(head_ + tail);
+    // Mostly the whole stream is in the head, and valid: then it is the text, not a copy.
+    const bool as_is = tail.empty() && valid_utf8(head_);
+    std::string all = as_is ? std::move(head_) : tail.empty() ? sanitize_utf8(head_) : sanitize_utf8(head_ + tail);
     if (json_string_size(all) <= limit_) {
       result.text = std::move(all);
       return result;
     }
+    if (as_is) head_ = std::move(all);  // cut below
   }
   // When nothing fell between the buffers, cut head and tail from the whole stream; otherwise
   // the head comes from head_ and the tail from the ring (which then holds `limit_` bytes).

@@ -25,8 +25,8 @@ class OutputCapture {
 
   // The kept text: valid UTF-8 (invalid bytes become U+FFFD), never longer than the limit once
   // JSON-escaped, marker included; dropped_bytes counts the bytes of output left out between
-  // head and tail.
-  CapturedStream finish() const;
+  // head and tail. Once, at the end: the kept bytes move out when they need no change.
+  CapturedStream finish();
 
   // "\n[... N bytes dropped ...]\n"
   static std::string marker(std::uint64_t dropped_bytes);

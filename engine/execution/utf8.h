@@ -16,4 +16,7 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
 // `bytes` with every ill-formed byte replaced by U+FFFD; runs of ASCII are copied at once.
 std::string sanitize_utf8(std::string_view bytes);
 
+// True when `bytes` is well-formed UTF-8 (sanitize_utf8 would leave it as it is).
+bool valid_utf8(std::string_view bytes);
+
 }  // namespace engine

@@ -148,7 +148,7 @@ ToolDefinition make_execute_python_tool(const Services& services) {
     auto handle = services.engine.execute(
         std::move(request), std::move(progress), [call](engine::RunResult result) {
           if (result.service_error) call->log(LogLevel::error, *result.service_error);
-          call->finish(run_call_tool_result(result));
+          call->finish(run_call_tool_result(std::move(result)));
         });
     if (handle) {
       call->on_cancel([handle] { handle->cancel(); });

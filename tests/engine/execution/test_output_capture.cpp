@@ -155,6 +155,9 @@ TEST_CASE("sanitize_utf8 rejects overlongs, surrogates and truncated sequences",
   CHECK(sanitize_utf8("\xE4\xB8") == "\xEF\xBF\xBD\xEF\xBF\xBD");       // cut sequence
   CHECK(sanitize_utf8("\xF4\x90\x80\x80").find("\xF4") == std::string::npos);  // > U+10FFFF
   CHECK(sanitize_utf8("世界 🌍") == "世界 🌍");
+  CHECK(engine::valid_utf8("世界 🌍"));
+  CHECK_FALSE(engine::valid_utf8("\xC0\xAF"));
+  CHECK_FALSE(engine::valid_utf8(std::string(33, 'x') + "\xE4\xB8"));  // cut after the scans' blocks
 }
 
 TEST_CASE("output capture: the limit bounds the JSON-escaped size, so control bytes cannot inflate a reply") {
@@ -175,11 +178,11 @@ TEST_CASE("output capture: the limit bounds the JSON-escaped size, so control by
 }
 
 TEST_CASE("json_string_size is the size the reply writer gives a string, at every alignment", "[utf8]") {
-  // Every special byte at every offset of a 20-byte string, so that the eight-at-a-time scan
-  // meets it in each lane and in the tail.
+  // Every special byte at every offset of a 40-byte string, so that the sixteen- and
+  // eight-at-a-time scans meet it in each lane and in the tail.
   for (int b = 0; b < 256; ++b) {
-    for (std::size_t at = 0; at < 20; ++at) {
-      std::string text(20, 'x');
+    for (std::size_t at = 0; at < 40; ++at) {
+      std::string text(40, 'x');
       text[at] = static_cast<char>(b);
       std::string written;
       if (engine::append_json_string(written, text)) {
@@ -189,7 +192,18 @@ TEST_CASE("json_string_size is the size the reply writer gives a string, at ever
         CHECK(b >= 0x80);  // a lone high byte is not UTF-8
       }
       if (b >= 0x80) CHECK(sanitize_utf8(text).find("\xEF\xBF\xBD") != std::string::npos);
+      CHECK(engine::valid_utf8(text) == (sanitize_utf8(text) == text));
     }
+  }
+  // A well-formed sequence at every offset passes whole, wherever the scans break off for it.
+  for (std::size_t at = 0; at + 2 <= 40; ++at) {
+    std::string text(40, 'x');
+    text.replace(at, 2, "\xC3\xA9");  // é
+    CHECK(sanitize_utf8(text) == text);
+    CHECK(engine::valid_utf8(text));
+    std::string written;
+    REQUIRE(engine::append_json_string(written, text));
+    CHECK(written == "\"" + text + "\"");
   }
   CHECK(engine::json_string_size("\x7f") == 1);  // written as it is
   CHECK(engine::json_string_size(std::string(1, '\0')) == 6);
