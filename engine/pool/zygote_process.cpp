@@ -23,6 +23,10 @@
 namespace engine {
 namespace {
 
+constexpr const char* kNoFdsForSpare =
+    "the server is out of file descriptors (it could not receive a spare's pidfd and hand-off "
+    "socket; raise ulimit -n)";
+
 using sandbox::UniqueFd;
 
 constexpr const char* kZygoteInside = "/run/mpes/zygote";
@@ -429,7 +433,11 @@ void ZygoteProcess::on_control() {
         if (on_state_) on_state_(State::ready, "");
       }
     } else if (const auto* spare = std::get_if<zygote::SpareMessage>(&got.message)) {
-      if (spare->direct != 0) {
+      if (got.fds_truncated) {
+        // Out of fds (EMFILE): a spare we cannot hold is dropped by the zygote, and a run waiting
+        // for it is refused with this reason rather than waiting forever.
+        send(zygote::SpareLinkedMessage{spare->pid, 0, kNoFdsForSpare});
+      } else if (spare->direct != 0) {
         add_direct_spare(spare->pid, std::move(got.fds));
       } else {
         link_spare(*spare, got.fds.empty() ? UniqueFd() : std::move(got.fds.front()));
@@ -574,7 +582,7 @@ bool ZygoteProcess::run(std::uint64_t run_id, std::uint32_t timeout_seconds, std
 
 void ZygoteProcess::add_direct_spare(std::int32_t pid, std::vector<UniqueFd> fds) {
   if (fds.size() != 2) {
-    spdlog::warn("zygote[{}]: SPARE without its pidfd and hand-off socket", launch_.interpreter.major_minor);
+    send(zygote::SpareLinkedMessage{pid, 0, "SPARE without its pidfd and hand-off socket"});
     return;
   }
   ::fcntl(fds[1].get(), F_SETFL, O_NONBLOCK);

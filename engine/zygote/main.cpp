@@ -783,7 +783,8 @@ void Zygote::handle_spare_linked(const z::SpareLinkedMessage& linked) {
     dispatch_pending();
     return;
   }
-  spare_error_ = "the run's network could not be set up: " + linked.reason;
+  spare_error_ = (options_.routed ? "the run's network could not be set up: " : "the run's spare was dropped: ") +
+                 linked.reason;
   log(spare_error_);
   Spare spare = std::move(*it);
   spares_.erase(it);

@@ -331,8 +331,8 @@ Received receive(int socket_fd, int flags) {
     result.status = Received::Status::eof;
     return result;
   }
-  if ((msg.msg_flags & MSG_TRUNC) != 0 || (msg.msg_flags & MSG_CTRUNC) != 0) {
-    result.error = "message or its attached fds were truncated";
+  if ((msg.msg_flags & MSG_TRUNC) != 0) {
+    result.error = "message truncated";
     result.fds.clear();
     return result;
   }
@@ -340,6 +340,9 @@ Received receive(int socket_fd, int flags) {
     result.fds.clear();
     return result;
   }
+  // Fds that could not be installed (EMFILE) or did not fit are gone; the message is still
+  // whole, and its receiver answers it (a spare it cannot use, a run it cannot start).
+  result.fds_truncated = (msg.msg_flags & MSG_CTRUNC) != 0;
   result.status = Received::Status::message;
   return result;
 }

@@ -180,6 +180,9 @@ struct Received {
   enum class Status { message, eof, would_block, error } status = Status::error;
   Message message;
   std::vector<sandbox::UniqueFd> fds;  // received with MSG_CMSG_CLOEXEC
+  // Some attached fds did not arrive (the receiver was out of fds, EMFILE, or more than
+  // kMaxFdsPerMessage were sent): `fds` holds those that did. The message itself is whole.
+  bool fds_truncated = false;
   std::string error;                   // for Status::error
 };
 // Receives one message (one datagram); never blocks.
