@@ -33,6 +33,7 @@
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/setup_error.h"
 #include "tests/support/sandbox_fork.h"
+#include "tests/support/send_fds.h"
 
 using test_support::ChildResult;
 using test_support::run_in_child;
@@ -425,20 +426,9 @@ TEST_CASE("prepare_run_process installs the filter; the run's arrival still work
     // The filter is on: a denied call fails.
     if (::syscall(SYS_unshare, CLONE_NEWUSER) == 0 || errno != EPERM) return 41;
     // The run arrives: its fds over the hand-off socket (here: one, the join file)...
-    char byte = 'r';
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(cm), &join_file, sizeof(int));
-    if (::sendmsg(sv[0], &msg, 0) != 1) return 42;
+    const char byte = 'r';
+    const int sent[] = {join_file};
+    if (test_support::send_with_fds(sv[0], &byte, 1, sent) != 1) return 42;
     msghdr in{};
     char got_byte = 0;
     iovec in_iov{&got_byte, 1};

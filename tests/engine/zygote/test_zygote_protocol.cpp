@@ -7,8 +7,10 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "engine/zygote/protocol.h"
+#include "tests/support/send_fds.h"
 
 namespace z = engine::zygote;
 using sandbox::UniqueFd;
@@ -251,24 +253,9 @@ TEST_CASE("messages and fds cross a SEQPACKET socketpair", "[zygote-protocol]") 
   SECTION("a message whose fds could not all be received is still whole, and says so") {
     // More fds than a message may carry: the kernel drops the rest (as it does when the
     // receiver is out of fds), and the receiver must still learn what the message was.
-    constexpr std::size_t kSent = z::kMaxFdsPerMessage + 2;
     const auto bytes = z::encode(z::SpareMessage{42, 1});
-    iovec iov{const_cast<std::uint8_t*>(bytes.data()), bytes.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kSent)]{};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * kSent);
-    for (std::size_t i = 0; i < kSent; ++i) {
-      const int fd = rd.get();
-      std::memcpy(CMSG_DATA(cmsg) + i * sizeof(int), &fd, sizeof fd);
-    }
-    REQUIRE(::sendmsg(a.get(), &msg, 0) > 0);
+    const std::vector<int> fds(z::kMaxFdsPerMessage + 2, rd.get());
+    REQUIRE(test_support::send_with_fds(a.get(), bytes.data(), bytes.size(), fds) > 0);
     auto got = z::receive_message(b.get());
     REQUIRE(got.status == z::Received::Status::message);
     CHECK(std::get<z::SpareMessage>(got.message).pid == 42);
