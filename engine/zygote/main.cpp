@@ -278,6 +278,16 @@ class Zygote {
     bool linked = true;    // --network routed: false until the server has linked its network
     bool direct = false;   // announced to the server with its hand-off socket: the server's to use
   };
+  // The run a spare has taken (run_id), or is about to (`taken` false): its status pipe and work
+  // dir move over.
+  static Child child_of(Spare& spare, std::uint64_t run_id, bool taken = true) {
+    Child child;
+    child.run_id = run_id;
+    child.taken = taken;
+    child.status = std::move(spare.status);
+    child.work_dir = spare.work_dir;
+    return child;
+  }
   // A direct spare reaped before the server's TAKEN for it was read: its end, until TAKEN says
   // which run it was (or it is forgotten, oldest first).
   struct EarlyExit {
@@ -455,7 +465,7 @@ int Zygote::start() {
     }
     // Control first: a TAKEN read before the reap finds its spare still waiting.
     if (fds[0].revents != 0) handle_control();
-    if (fds[1].revents != 0 && !stopping_) reap();
+    if (fds[1].revents != 0) reap();
   }
   // Stopping: every run was killed; reap them all before leaving (unsandboxed: and whatever
   // of theirs was re-parented to us).
@@ -751,11 +761,7 @@ bool Zygote::dispatch(const z::RunMessage& run, std::vector<UniqueFd>& fds) {
       abandoned_.emplace(spare.pid, std::move(spare));  // reaped (and logged) when it exits
       continue;
     }
-    Child child;
-    child.run_id = run.run_id;
-    child.status = std::move(spare.status);
-    child.work_dir = spare.work_dir;
-    children_.emplace(spare.pid, std::move(child));
+    children_.emplace(spare.pid, child_of(spare, run.run_id));
     z::StartedMessage started{run.run_id, spare.pid};
     int sent;
     if (spare.pidfd) {
@@ -798,12 +804,8 @@ void Zygote::handle_taken(const z::TakenMessage& taken) {
   const auto waiting = std::find_if(spares_.begin(), spares_.end(),
                                     [&](const Spare& s) { return s.direct && s.pid == taken.pid; });
   if (waiting != spares_.end()) {
-    Child child;
-    child.run_id = taken.run_id;
-    child.status = std::move(waiting->status);
-    child.work_dir = waiting->work_dir;
+    auto& placed = children_.emplace(taken.pid, child_of(*waiting, taken.run_id)).first->second;
     spares_.erase(waiting);
-    auto& placed = children_.emplace(taken.pid, std::move(child)).first->second;
     read_status(placed);  // its end may be recorded already
     // As after a run the zygote dispatched: a new spare now only when none is left.
     if (spares_.empty() && spares_wanted_ > 0) create_spare(true);
@@ -1015,10 +1017,7 @@ void Zygote::reap() {
                                        [pid](const Spare& s) { return s.direct && s.pid == pid; });
       if (direct != spares_.end()) {
         // The server may have handed it a run whose TAKEN is still on its way: kept until then.
-        EarlyExit exit{Child{}, status, usage};
-        exit.child.taken = false;
-        exit.child.status = std::move(direct->status);
-        exit.child.work_dir = direct->work_dir;
+        EarlyExit exit{child_of(*direct, 0, false), status, usage};
         spares_.erase(direct);
         read_status(exit.child);
         if (exit.child.exited && (exit.child.exited->flags & z::kExitSetupFailed)) {
@@ -1038,26 +1037,23 @@ void Zygote::reap() {
 }
 
 bool Zygote::child_reaped(Child& child, int status, const rusage& usage) {
-  bool strays = false;
-  {
-    read_status(child);
-    if (!options_.isolate) {
-      // An init that did not end by itself (killed at a deadline) left the run's processes to
-      // us, their subreaper.
-      if (!WIFEXITED(status)) strays = true;
-      if (!child.work_dir.empty()) ::nftw(child.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    }
-    if (!child.reported) {
-      // No record of the script's end (killed, setup failed, unsandboxed): the process's own.
-      z::ExitedMessage exited = child.exited.value_or(z::ExitedMessage{});
-      exited.run_id = child.run_id;
-      if (!child.exited || !(exited.flags & kScriptEnded)) exited.wait_status = status;
-      exited.flags &= ~kScriptEnded;
-      exited.user_cpu_us = usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
-      exited.system_cpu_us = usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
-      exited.max_rss_kb = usage.ru_maxrss;
-      send_exited(child, std::move(exited));
-    }
+  read_status(child);
+  // Unsandboxed, an init that did not end by itself (killed at a deadline) left the run's
+  // processes to us, their subreaper.
+  const bool strays = !options_.isolate && !WIFEXITED(status);
+  if (!options_.isolate && !child.work_dir.empty()) {
+    ::nftw(child.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+  if (!child.reported) {
+    // No record of the script's end (killed, setup failed, unsandboxed): the process's own.
+    z::ExitedMessage exited = child.exited.value_or(z::ExitedMessage{});
+    exited.run_id = child.run_id;
+    if (!child.exited || !(exited.flags & kScriptEnded)) exited.wait_status = status;
+    exited.flags &= ~kScriptEnded;
+    exited.user_cpu_us = usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec;
+    exited.system_cpu_us = usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
+    exited.max_rss_kb = usage.ru_maxrss;
+    send_exited(child, std::move(exited));
   }
   return strays;
 }
