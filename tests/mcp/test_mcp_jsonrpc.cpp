@@ -82,6 +82,18 @@ TEST_CASE("serialize writes exactly what nlohmann's dump writes") {
   }
 }
 
+TEST_CASE("serialize writes a reply of output lines into the buffer it reserved first") {
+  // Output has a newline (two bytes written) every line: a reservation that ignored escapes would
+  // be outgrown at the end and the whole reply copied into a buffer twice its size.
+  std::string lines;
+  for (int i = 0; i < 16384; ++i) lines += std::string(63, 'x') + "\n";
+  const json reply = {{"content", json::array({{{"type", "text"}, {"text", lines}}})},
+                      {"structuredContent", {{"stdout", lines}}}};
+  const std::string line = rpc::serialize(reply);
+  CHECK(line == nlohmann_text(reply));
+  CHECK(line.capacity() < line.size() + line.size() / 4);
+}
+
 TEST_CASE("classify tells requests, notifications, responses and invalid messages apart") {
   auto c = rpc::classify(json::parse(R"({"jsonrpc":"2.0","id":1,"method":"ping"})"));
   CHECK(c.kind == rpc::Kind::request);
