@@ -410,6 +410,36 @@ describe('session limits', () => {
     }
   });
 
+  test('--session-snapshots 2: older steps are refused and their processes go', async () => {
+    const conn = await connect(['--session-snapshots', '2']);
+    try {
+      const id = await createSession(conn.client);
+      for (let i = 1; i <= 10; i++) await step(conn.client, id, `x = ${i}`);
+      const old = await call(conn.client, 'reset_session', { session_id: id, step: 3 });
+      assert.equal(old.result.isError, true, old.text);
+      assert.match(old.text, /no longer kept/);
+      // The session's pid namespace holds its init, the fresh state (step 0), the two kept
+      // snapshots and this step; a snapshot let go of is killed just after its step's answer.
+      const count = await step(conn.client, id, `import os, time
+def alive():
+    n = 0
+    for p in os.listdir('/proc'):
+        try:
+            n += p.isdigit() and open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z'
+        except OSError:
+            pass
+    return n
+end = time.monotonic() + 5
+while alive() > 5 and time.monotonic() < end:
+    time.sleep(0.05)
+alive()`);
+      assert.equal(count.sc.return_value?.repr, '5', count.text);
+      assert.equal((await step(conn.client, id, 'x')).sc.return_value?.repr, '10');
+    } finally {
+      await conn.client.close();
+    }
+  });
+
   test('sessions end with the server: nothing of them is left running', async () => {
     const conn = await connect([]);
     const id = await createSession(conn.client);

@@ -218,13 +218,14 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
   report.session_id = id_;
   report.kept = kept;
   std::string note = take_note();
+  std::vector<std::shared_ptr<HolderLink>> retired;
   if (kept) {
     ++steps_run_;
     if (running->in_place) {
       history_.advance_in_place();
     } else {
       holders_[running->child->id()] = running->child;
-      adopt(history_.advance(running->child->id(), keep_));
+      retired = adopt(history_.advance(running->child->id(), keep_));
     }
     report.step = history_.head();
     const auto head = holder(history_.head_handle());
@@ -260,10 +261,20 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
   }
   report.note = std::move(note);
   if (running->done) running->done(std::move(evidence), std::move(report));
+  // The snapshot that fell out of --session-snapshots is killed after the answer has been
+  // written (the answer is posted first): its exit would take the CPU the answer needs.
+  if (!retired.empty()) asio::post(io_, [retired = std::move(retired)] {});
 }
 
-void Session::adopt(const std::vector<StepHistory::Handle>& released) {
-  for (const auto handle : released) holders_.erase(handle);  // the process goes with its last user
+std::vector<std::shared_ptr<HolderLink>> Session::adopt(const std::vector<StepHistory::Handle>& released) {
+  std::vector<std::shared_ptr<HolderLink>> out;
+  for (const auto handle : released) {
+    const auto it = holders_.find(handle);
+    if (it == holders_.end()) continue;
+    out.push_back(std::move(it->second));
+    holders_.erase(it);
+  }
+  return out;
 }
 
 std::string Session::take_note() { return std::exchange(pending_note_, std::string()); }

@@ -69,7 +69,9 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   struct Running;
   std::shared_ptr<HolderLink> holder(StepHistory::Handle handle) const;
-  void adopt(const std::vector<StepHistory::Handle>& released);
+  // Takes the holders of steps no longer kept out of the session; each process goes with its
+  // last user (a fork of this session may share it) when the returned links are dropped.
+  std::vector<std::shared_ptr<HolderLink>> adopt(const std::vector<StepHistory::Handle>& released);
   void finish_step(const std::shared_ptr<Running>& running, RunEvidence evidence);
   std::string take_note();
 
