@@ -18,6 +18,7 @@
 
 #include "engine/zygote/children.h"
 #include "engine/zygote/protocol.h"
+#include "engine/zygote/written_pages.h"
 #include "sandbox/child_setup.h"
 #include "sandbox/unique_fd.h"
 
@@ -36,6 +37,10 @@ constexpr int kSpareLinkFd = 3;  // a spare's end of its link to its holder, unt
 // the CPU the answer needs), nor when the server lets go of it at once (a rewind).
 constexpr int kSpareWhenIdleMs = 2;
 constexpr long long kRehearsalParts = 3;  // python_stubs/session.py, _mpes_step_spare
+// A spare takes its own copies of at most this much of what its holder wrote (written_pages.h),
+// this much at a time between looks at its link.
+constexpr std::size_t kWarmBytes = 4 << 20;
+constexpr std::size_t kWarmSliceBytes = 256 << 10;
 
 std::int64_t micros(const timeval& t) { return t.tv_sec * 1000000 + t.tv_usec; }
 
@@ -73,6 +78,7 @@ class Holder {
   pid_t spare_pid_ = -1;
   UniqueFd spare_link_;
   bool spare_due_ = false;  // a spare is to be forked once this holder is idle
+  std::vector<PageRange> written_;  // in a spare: the pages its holder wrote, to copy ahead
 };
 
 void Holder::watch_children() {
@@ -197,7 +203,9 @@ void Holder::fork_spare() {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return;
   UniqueFd ours(sv[0]), theirs(sv[1]);
+  written_ = pages_written_here(kWarmBytes);
   const pid_t pid = fork_child();
+  if (pid != 0) written_ = {};  // (the spare's to use)
   if (pid == 0) {
     ours.reset();
     spare_main(std::move(theirs));
@@ -216,6 +224,12 @@ void Holder::spare_main(UniqueFd link) {
   }
   (void)link.release();
   ::fcntl(kSpareLinkFd, F_SETFD, FD_CLOEXEC);
+  const auto step_waiting = [] {
+    pollfd link_fd{kSpareLinkFd, POLLIN, 0};
+    return ::poll(&link_fd, 1, 0) != 0;
+  };
+  take_copies(written_, kWarmSliceBytes, step_waiting);
+  written_ = {};
   // What every step does, rehearsed ahead (its page copies), in parts: a step that arrives
   // meanwhile waits for one part at most.
   for (long long part = 0; part < kRehearsalParts; ++part) {

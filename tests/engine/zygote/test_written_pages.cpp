@@ -1,0 +1,112 @@
+// What a session's spare copies ahead of its step: the pages its holder wrote alone, read from
+// /proc/self/pagemap, and the copies taken with MADV_POPULATE_WRITE in a forked child.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "engine/zygote/written_pages.h"
+
+using engine::zygote::exclusive_runs;
+using engine::zygote::kPageExclusive;
+using engine::zygote::kPagePresent;
+using engine::zygote::PageRange;
+
+namespace {
+
+constexpr std::uint64_t kMine = kPagePresent | kPageExclusive;
+constexpr std::size_t kPage = 4096;
+
+// How many of the `pages` pages at `at` this process holds alone, or -1 when pagemap says nothing.
+int exclusive_pages(const void* at, std::size_t pages) {
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  std::vector<std::uint64_t> entries(pages);
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const ssize_t got = ::pread(fd, entries.data(), pages * 8, static_cast<off_t>(reinterpret_cast<std::uintptr_t>(at) / page * 8));
+  ::close(fd);
+  if (got != static_cast<ssize_t>(pages * 8)) return -1;
+  int n = 0;
+  for (const auto e : entries) n += (e & kMine) == kMine ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("exclusive_runs keeps the runs of present pages held alone, within the budget", "[zygote]") {
+  const std::vector<std::uint64_t> entries = {kMine, kMine, kPagePresent, 0, kMine, kPageExclusive, kMine};
+  std::vector<PageRange> out;
+  CHECK(exclusive_runs(0x10000, entries, kPage, 1 << 20, out) == (1 << 20) - 4 * kPage);
+  CHECK(out == std::vector<PageRange>{{0x10000, 2 * kPage}, {0x10000 + 4 * kPage, kPage}, {0x10000 + 6 * kPage, kPage}});
+
+  out.clear();  // the budget ends inside the first run
+  CHECK(exclusive_runs(0x10000, entries, kPage, 1 * kPage + 100, out) == 100);
+  CHECK(out == std::vector<PageRange>{{0x10000, kPage}});
+
+  out.clear();  // a mapping that continues the previous one extends its last run
+  exclusive_runs(0x10000, std::vector<std::uint64_t>{kPagePresent, kMine}, kPage, 1 << 20, out);
+  exclusive_runs(0x10000 + 2 * kPage, std::vector<std::uint64_t>{kMine}, kPage, 1 << 20, out);
+  CHECK(out == std::vector<PageRange>{{0x10000 + kPage, 2 * kPage}});
+
+  out.clear();
+  CHECK(exclusive_runs(0x10000, std::vector<std::uint64_t>{0, kPagePresent}, kPage, 1 << 20, out) == 1 << 20);
+  CHECK(out.empty());
+}
+
+TEST_CASE("a forked child takes its own copies of the pages its parent wrote, contents unchanged", "[zygote]") {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kPages = 16;
+  auto* region = static_cast<unsigned char*>(
+      ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(region != MAP_FAILED);
+  for (std::size_t i = 0; i < kPages * page; ++i) region[i] = static_cast<unsigned char>(i * 7 + 3);
+  const int before = exclusive_pages(region, kPages);
+  if (before < 0) {
+    ::munmap(region, kPages * page);
+    WARN("/proc/self/pagemap is not readable here: not tested");
+    return;
+  }
+  REQUIRE(before == static_cast<int>(kPages));
+
+  // The parent finds them among the pages it wrote.
+  const auto written = engine::zygote::pages_written_here(std::size_t{1} << 30);
+  const auto start = reinterpret_cast<std::uintptr_t>(region);
+  bool covered = false;
+  for (const auto& r : written) covered |= r.start <= start && start + kPages * page <= r.start + r.bytes;
+  CHECK(covered);
+
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // Shared with the parent after the fork; an interrupted copy takes nothing.
+    int code = exclusive_pages(region, kPages) == 0 ? 0 : 1;
+    const std::vector<PageRange> mine = {{start, kPages * page}};
+    if (engine::zygote::take_copies(mine, 4 * page, [] { return true; }) != 0) code |= 2;
+    if (exclusive_pages(region, kPages) != 0) code |= 4;
+    const std::size_t done = engine::zygote::take_copies(mine, 4 * page, [] { return false; });
+    if (done == 0 && ::madvise(region, page, 23 /* MADV_POPULATE_WRITE */) != 0 && errno == EINVAL) {
+      ::_exit(100);  // a kernel without MADV_POPULATE_WRITE (Linux 5.14)
+    }
+    if (done != kPages * page || exclusive_pages(region, kPages) != static_cast<int>(kPages)) code |= 8;
+    for (std::size_t i = 0; i < kPages * page; ++i) {
+      if (region[i] != static_cast<unsigned char>(i * 7 + 3)) code |= 16;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  ::munmap(region, kPages * page);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 100) {
+    WARN("MADV_POPULATE_WRITE is not supported by this kernel: copies not tested");
+    return;
+  }
+  CHECK(WEXITSTATUS(status) == 0);
+}
