@@ -19,7 +19,7 @@ TARGETS = (
     ("throughput4", "throughput, hello, 4 in flight", "≥ 500 runs/s"),
     ("initialize", "initialize answered after process start (p50)", "≤ 20 ms"),
     ("first_result", "first hello result after process start (p50)", "≤ 150 ms"),
-    ("idle_rss", "server + default zygote RSS (idle)", "≤ 60 MiB"),
+    ("idle_rss", "idle RSS of the server's process tree", "≤ 60 MiB"),
     ("pss_per_run", "extra PSS per concurrent hello run", "≤ 2 MiB"),
     ("pyserver_hello_ratio", "hello: Python server 0.1.8 p50 / server p50", "≥ 30×"),
     ("pyserver_pandas_ratio", "numpy+pandas, warm: Python server 0.1.8 p50 / server p50", "≥ 50×"),
@@ -37,7 +37,9 @@ FLOOR_TARGETS = (
     ("exception_vs_hello", "exception + traceback p50 ≤ 1.3× hello p50", 1.3, True),
     ("throughput4_floor", "hello throughput, 4 in flight ≥ 70% of what the floor's CPU per run "
                           "allows on the cores present", 0.7, False),
-    ("idle_rss_40", "server + default zygote RSS idle ≤ 40 MiB", 40.0, True),
+    # Judged on the whole tree (the zygote's spares, pasta, bwrap and the network agent with the
+    # server and its zygote), the stricter reading of "server + zygote"; the two alone are shown.
+    ("idle_rss_40", "idle RSS of the server's process tree ≤ 40 MiB", 40.0, True),
 )
 
 
@@ -58,6 +60,17 @@ def _verdict(value: Optional[float], limit: float, at_most: bool) -> str:
         return "n/a"
     ok = value <= limit if at_most else value >= limit
     return "met" if ok else "NOT met"
+
+
+def server_and_zygote_rss_kb(tree: Optional[dict]) -> Optional[int]:
+    """RSS of the tree's first process (the server) and of each zygote in it (a process named
+    zygote whose parent is not one: not the spares it forked), or None without processes."""
+    procs = (tree or {}).get("processes") or []
+    if not procs:
+        return None
+    names = {p["pid"]: p.get("argv0") for p in procs}
+    return procs[0]["rss_kb"] + sum(p["rss_kb"] for p in procs[1:]
+                                    if p.get("argv0") == "zygote" and names.get(p.get("ppid")) != "zygote")
 
 
 def evaluate_targets(results: dict) -> list[dict]:
@@ -145,6 +158,7 @@ def evaluate_floor_targets(results: dict) -> list[dict]:
     cpu = _get(results, "sequential", "hello", "systems", "floor", "cpu_ms_per_run")
     rss_kb = _get(results, "memory", "idle", "total_rss_kb")
     rss = rss_kb / MIB_KB if rss_kb is not None else None
+    pair_kb = server_and_zygote_rss_kb(_get(results, "memory", "idle"))
 
     def ms(v):
         return f"{v:.2f} ms" if v is not None else "—"
@@ -162,7 +176,9 @@ def evaluate_floor_targets(results: dict) -> list[dict]:
                               (f"{tp4:.0f} runs/s" if tp4 else "—") + " ÷ "
                               + (f"{allowed:.0f} runs/s ({_get(results, 'machine', 'cores')} cores ÷ "
                                  f"{cpu:.2f} ms floor CPU per run)" if allowed else "— (floor CPU unknown)")),
-        "idle_rss_40": (rss, f"{rss:.1f} MiB" if rss is not None else "—"),
+        "idle_rss_40": (rss, (f"{rss:.1f} MiB" if rss is not None else "—")
+                        + (f" (the server and its zygote alone: {pair_kb / MIB_KB:.1f} MiB)"
+                           if pair_kb is not None else "")),
     }
     out = []
     for key, what, limit, at_most in FLOOR_TARGETS:
@@ -392,7 +408,7 @@ def to_markdown(results: dict) -> str:
     mem = results.get("memory") or {}
     if mem:
         lines += ["## Memory (server process tree)", ""]
-        for key, title in (("idle", "idle after warm-up (server + default zygote)"),
+        for key, title in (("idle", "idle after warm-up (the server's whole process tree)"),
                            ("after_workloads", "after every workload (incl. the pandas environment)")):
             tree = mem.get(key)
             if not tree:
@@ -515,7 +531,7 @@ def to_readme_table(results: dict) -> str:
     mem = results.get("memory") or {}
     idle = _get(mem, "idle", "total_rss_kb")
     per_run = _get(mem, "concurrent", "extra_pss_kb_per_run")
-    lines.append(f"| memory: server + zygote RSS idle; extra PSS per concurrent run | "
+    lines.append(f"| memory: idle RSS of the server's process tree; extra PSS per concurrent run | "
                  f"{_mib(idle)} MiB; {_mib(per_run)} MiB |" + " |" * (len(shown) - 1) + " |")
     lines += ["", "| target | goal | measured | |", "|---|---|---|---|"]
     for t in results.get("targets", []):

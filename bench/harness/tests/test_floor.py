@@ -210,8 +210,13 @@ def _results(**over):
          "server": {"run": {"python_version": "3.11.2"}},
          "sequential": seq,
          "throughput": {"4": {"server": {"runs_per_s": 300.0}}},
-         "memory": {"idle": {"total_rss_kb": 50 * 1024, "total_pss_kb": 40 * 1024, "count": 2,
-                             "processes": []}},
+         "memory": {"idle": {"total_rss_kb": 50 * 1024, "total_pss_kb": 40 * 1024, "count": 5,
+                             "processes": [
+                                 {"pid": 10, "ppid": 1, "argv0": "mcp-python-exec-sandbox", "rss_kb": 10 * 1024, "pss_kb": 10 * 512},
+                                 {"pid": 11, "ppid": 10, "argv0": "bwrap", "rss_kb": 2 * 1024, "pss_kb": 2 * 512},
+                                 {"pid": 12, "ppid": 11, "argv0": "zygote", "rss_kb": 14 * 1024, "pss_kb": 14 * 512},
+                                 {"pid": 13, "ppid": 12, "argv0": "zygote", "rss_kb": 7 * 1024, "pss_kb": 7 * 512},
+                                 {"pid": 14, "ppid": 13, "argv0": "zygote", "rss_kb": 17 * 1024, "pss_kb": 17 * 512}]}},
          "floor": {"binary": "/b/mpes-bench-floor", "python": "/usr/bin/python3", "network": "on"},
          "page_touch": {"page_size": 4096, "pages": 4096, "repeat": 3, "fresh_page_us": 0.4,
                         "cow_fault_us": 0.9, "write_again_us": 0.01, "first_read_after_fork_us": 0.05,
@@ -232,7 +237,9 @@ class FloorReportTest(unittest.TestCase):
         self.assertEqual(t["throughput4_floor"]["status"], "MISS")
         self.assertIn("60%", t["throughput4_floor"]["measured"])
         self.assertIn("500 runs/s", t["throughput4_floor"]["measured"])
-        self.assertEqual(t["idle_rss_40"]["status"], "MISS")
+        self.assertEqual(t["idle_rss_40"]["status"], "MISS")  # judged on the whole tree
+        self.assertEqual(t["idle_rss_40"]["measured"],
+                         "50.0 MiB (the server and its zygote alone: 24.0 MiB)")
 
     def test_targets_without_a_floor_are_not_judged(self):
         r = _results()
