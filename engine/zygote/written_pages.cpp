@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "sandbox/unique_fd.h"
 
@@ -37,30 +38,66 @@ std::size_t exclusive_runs(std::uintptr_t start, std::span<const std::uint64_t> 
   return budget;
 }
 
-std::vector<PageRange> pages_written_here(std::size_t budget) {
-  std::vector<PageRange> out;
-  const long page = ::sysconf(_SC_PAGESIZE);
-  if (page <= 0) return out;
-  const auto page_size = static_cast<std::size_t>(page);
-  sandbox::UniqueFd pagemap(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
-  if (!pagemap) return out;
-  std::FILE* maps = std::fopen("/proc/self/maps", "re");
-  if (maps == nullptr) return out;
-  std::vector<std::uint64_t> entries;
-  char line[4096];
-  while (budget >= page_size && std::fgets(line, sizeof line, maps) != nullptr) {
-    unsigned long lo = 0, hi = 0;
-    char perms[5] = {};
-    if (std::sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3 || hi <= lo) continue;
-    if (std::strcmp(perms, "rw-p") != 0) continue;  // private and writable: what a write copies
-    entries.resize((hi - lo) / page_size);
-    const auto want = static_cast<ssize_t>(entries.size() * sizeof(std::uint64_t));
-    const ssize_t got = ::pread(pagemap.get(), entries.data(), static_cast<std::size_t>(want),
-                                static_cast<off_t>(lo / page_size * sizeof(std::uint64_t)));
-    if (got != want) continue;
-    budget = exclusive_runs(lo, entries, page_size, budget, out);
+namespace {
+
+constexpr std::size_t kChunkEntries = 4096;              // pagemap entries per read (32 KiB)
+constexpr std::uintptr_t kMaxMappingBytes = 1ULL << 30;  // larger: a reservation, passed over
+constexpr std::size_t kMaxScannedPages = std::size_t{1} << 19;  // 2 GiB of address space per call
+
+// /proc/self/maps whole (its lines may be longer than any fixed buffer: a path is up to 4 KiB).
+std::string read_maps() {
+  std::string text;
+  sandbox::UniqueFd fd(::open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
+  if (!fd) return text;
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
   }
-  std::fclose(maps);
+  return text;
+}
+
+}  // namespace
+
+std::vector<PageRange> pages_written_here(std::size_t budget) noexcept {
+  std::vector<PageRange> out;
+  try {
+    const long page = ::sysconf(_SC_PAGESIZE);
+    if (page <= 0) return out;
+    const auto page_size = static_cast<std::size_t>(page);
+    sandbox::UniqueFd pagemap(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+    if (!pagemap) return out;
+    const std::string maps = read_maps();
+    std::vector<std::uint64_t> entries(kChunkEntries);
+    std::size_t scanned = 0;
+    std::size_t at_line = 0;
+    while (at_line < maps.size() && budget >= page_size && scanned < kMaxScannedPages) {
+      std::size_t end = maps.find('\n', at_line);
+      if (end == std::string::npos) end = maps.size();
+      const std::string line = maps.substr(at_line, end - at_line);
+      at_line = end + 1;
+      unsigned long lo = 0, hi = 0;
+      char perms[5] = {};
+      if (std::sscanf(line.c_str(), "%lx-%lx %4s", &lo, &hi, perms) != 3 || hi <= lo) continue;
+      if (std::strcmp(perms, "rw-p") != 0) continue;  // private and writable: what a write copies
+      if (hi - lo > kMaxMappingBytes) continue;  // a sanitizer's shadow, a reserved arena: not the heap
+      for (std::uintptr_t at = lo; at < hi && budget >= page_size && scanned < kMaxScannedPages;) {
+        const std::size_t n = std::min({kChunkEntries, (hi - at) / page_size, kMaxScannedPages - scanned});
+        const auto want = static_cast<ssize_t>(n * sizeof(std::uint64_t));
+        if (::pread(pagemap.get(), entries.data(), static_cast<std::size_t>(want),
+                    static_cast<off_t>(at / page_size * sizeof(std::uint64_t))) != want) {
+          break;
+        }
+        budget = exclusive_runs(at, std::span<const std::uint64_t>(entries.data(), n), page_size, budget, out);
+        at += n * page_size;
+        scanned += n;
+      }
+    }
+  } catch (...) {
+    // Out of memory: what was found so far (the spare copies less; nothing else depends on it).
+  }
   return out;
 }
 

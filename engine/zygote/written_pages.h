@@ -34,8 +34,10 @@ std::size_t exclusive_runs(std::uintptr_t start, std::span<const std::uint64_t> 
                            std::size_t budget, std::vector<PageRange>& out);
 
 // The pages of this process's private writable mappings that it holds alone, at most `budget`
-// bytes of them (in address order); empty when /proc/self/pagemap cannot be read.
-std::vector<PageRange> pages_written_here(std::size_t budget);
+// bytes of them (in address order); empty when /proc/self/pagemap cannot be read. Bounded work:
+// mappings over 1 GiB (reservations: a sanitizer's shadow, an arena mapped ahead) are passed
+// over, at most 2 GiB of address space is looked at, pagemap is read 32 KiB at a time.
+std::vector<PageRange> pages_written_here(std::size_t budget) noexcept;
 
 // Gives this process its own copy of each page of `ranges` (their contents unchanged), a slice
 // of `slice_bytes` at a time; stops early when `interrupted()` says so between slices. Returns

@@ -110,3 +110,40 @@ TEST_CASE("a forked child takes its own copies of the pages its parent wrote, co
   }
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+TEST_CASE("a reservation larger than any heap is passed over, and what was written beside it is found", "[zygote]") {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kReserved = std::size_t{64} << 30;  // 64 GiB of address space, nothing behind it
+  auto* reserved = static_cast<unsigned char*>(::mmap(nullptr, kReserved, PROT_READ | PROT_WRITE,
+                                                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  if (reserved == MAP_FAILED) {
+    WARN("a 64 GiB MAP_NORESERVE mapping is refused here: not tested");
+    return;
+  }
+  reserved[kReserved / 2] = 1;  // one page of it written
+  constexpr std::size_t kPages = 8;
+  auto* small = static_cast<unsigned char*>(
+      ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(small != MAP_FAILED);
+  std::memset(small, 7, kPages * page);
+  if (exclusive_pages(small, kPages) < 0) {
+    ::munmap(small, kPages * page);
+    ::munmap(reserved, kReserved);
+    WARN("/proc/self/pagemap is not readable here: not tested");
+    return;
+  }
+
+  const auto written = engine::zygote::pages_written_here(std::size_t{1} << 30);
+  const auto small_at = reinterpret_cast<std::uintptr_t>(small);
+  const auto reserved_at = reinterpret_cast<std::uintptr_t>(reserved);
+  bool small_found = false;
+  bool reserved_found = false;
+  for (const auto& r : written) {
+    small_found |= r.start <= small_at && small_at + kPages * page <= r.start + r.bytes;
+    reserved_found |= r.start < reserved_at + kReserved && reserved_at < r.start + r.bytes;
+  }
+  ::munmap(small, kPages * page);
+  ::munmap(reserved, kReserved);
+  CHECK(small_found);
+  CHECK_FALSE(reserved_found);
+}
