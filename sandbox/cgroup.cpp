@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "sandbox/read_file.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/unique_fd.h"
 
@@ -25,20 +26,6 @@ struct DirCloser {
   void operator()(DIR* d) const { ::closedir(d); }
 };
 using DirPtr = std::unique_ptr<DIR, DirCloser>;
-
-std::optional<std::string> read_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return std::nullopt;
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  return out;
-}
 
 // 0 on success, else errno.
 int write_file(const std::string& path, std::string_view text) {

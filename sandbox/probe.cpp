@@ -18,6 +18,7 @@
 
 #include "sandbox/path_search.h"
 #include "sandbox/process.h"
+#include "sandbox/read_file.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/unique_fd.h"
@@ -50,14 +51,11 @@ ProcessResult run_command(const std::vector<std::string>& argv, bool as_nobody,
   }
 }
 
+// A one-value procfs file (/proc/sys/...), its trailing newline dropped.
 std::optional<std::string> read_small(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return std::nullopt;
-  char buf[256];
-  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-  if (n < 0) return std::nullopt;
-  std::string s(buf, static_cast<std::size_t>(n));
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  auto s = read_file(path, 4096);
+  if (!s) return std::nullopt;
+  while (!s->empty() && (s->back() == '\n' || s->back() == ' ')) s->pop_back();
   return s;
 }
 

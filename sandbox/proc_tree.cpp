@@ -10,25 +10,13 @@
 #include <deque>
 #include <string>
 
+#include "sandbox/read_file.h"
 #include "sandbox/unique_fd.h"
 
 namespace sandbox {
-namespace {
-
-// The whole of a small procfs file.
-std::string read_small(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return {};
-  std::string out;
-  char buf[1024];
-  for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  return out;
-}
-
-}  // namespace
 
 pid_t pid_of_pidfd(int pidfd) {
-  const std::string info = read_small("/proc/self/fdinfo/" + std::to_string(pidfd));
+  const std::string info = read_file("/proc/self/fdinfo/" + std::to_string(pidfd)).value_or("");
   const auto at = info.find("\nPid:");
   if (at == std::string::npos) return -1;
   const long pid = std::strtol(info.c_str() + at + 5, nullptr, 10);
@@ -43,7 +31,7 @@ std::map<pid_t, ProcStat> read_proc_stats() {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
-    const std::string stat = read_small(std::string("/proc/") + e->d_name + "/stat");
+    const std::string stat = read_file(std::string("/proc/") + e->d_name + "/stat").value_or("");
     // "pid (comm) state ppid ...": comm may hold spaces and parentheses; it ends at the last ')'.
     const auto close = stat.rfind(')');
     if (close == std::string::npos) continue;

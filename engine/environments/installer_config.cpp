@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <array>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
+
+#include "sandbox/read_file.h"
 
 extern char** environ;
 
@@ -90,12 +90,7 @@ bool listed(const std::array<const char*, N>& names, std::string_view name) {
   return std::any_of(names.begin(), names.end(), [&](const char* n) { return name == n; });
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str().substr(0, 1 << 20);
-}
+std::string read_text(const std::string& path) { return sandbox::read_file(path).value_or("").substr(0, 1 << 20); }
 
 void add_unique(std::vector<std::string>& v, const std::string& s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);

@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/cache_dir.h"
+#include "sandbox/read_file.h"
 
 namespace engine {
 
@@ -147,21 +148,9 @@ void seal_tree(const std::string& root) {
   if (ec) throw StoreError("cannot walk " + root + ": " + ec.message());
 }
 
-// Small whole-file reads and writes with close-on-exec fds (iostreams cannot promise that).
-std::optional<std::string> read_small_file(const std::string& path) {
-  sandbox::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return std::nullopt;
-  std::string text;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::nullopt;
-    if (n == 0) return text;
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > (16u << 20)) return std::nullopt;  // not ours: metadata is small
-  }
-}
+// Small whole-file reads (sandbox/read_file.h) and writes with close-on-exec fds (iostreams
+// cannot promise that). Metadata is small: a file past 16 MiB is not ours.
+std::optional<std::string> read_small_file(const std::string& path) { return sandbox::read_file(path, 16u << 20); }
 
 void write_small_file(const std::string& path, const std::string& text) {
   sandbox::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "sandbox/read_file.h"
 #include "sandbox/unique_fd.h"
 
 namespace engine::zygote {
@@ -44,21 +45,6 @@ constexpr std::size_t kChunkEntries = 4096;              // pagemap entries per 
 constexpr std::uintptr_t kMaxMappingBytes = 1ULL << 30;  // larger: a reservation, passed over
 constexpr std::size_t kMaxScannedPages = std::size_t{1} << 19;  // 2 GiB of address space per call
 
-// /proc/self/maps whole (its lines may be longer than any fixed buffer: a path is up to 4 KiB).
-std::string read_maps() {
-  std::string text;
-  sandbox::UniqueFd fd(::open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
-  if (!fd) return text;
-  char buf[16384];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  return text;
-}
-
 }  // namespace
 
 std::vector<PageRange> pages_written_here(std::size_t budget) noexcept {
@@ -69,7 +55,8 @@ std::vector<PageRange> pages_written_here(std::size_t budget) noexcept {
     const auto page_size = static_cast<std::size_t>(page);
     sandbox::UniqueFd pagemap(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
     if (!pagemap) return out;
-    const std::string maps = read_maps();
+    // Whole (its lines may be longer than any fixed buffer: a path is up to 4 KiB).
+    const std::string maps = sandbox::read_file("/proc/self/maps").value_or("");
     std::vector<std::uint64_t> entries(kChunkEntries);
     std::size_t scanned = 0;
     std::size_t at_line = 0;
