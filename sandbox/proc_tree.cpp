@@ -1,7 +1,6 @@
 #include "sandbox/proc_tree.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,7 +10,6 @@
 #include <string>
 
 #include "sandbox/read_file.h"
-#include "sandbox/unique_fd.h"
 
 namespace sandbox {
 

@@ -65,7 +65,8 @@ class Holder {
   void on_step(const StepMessage& step, std::vector<UniqueFd> fds);
   void fork_spare();
   pid_t fork_child();  // with the interpreter's fork protocol; 0 in the child
-  [[noreturn]] void spare_main(UniqueFd link);
+  // `written`: the pages its holder wrote, to copy before the step arrives (written_pages.h).
+  [[noreturn]] void spare_main(UniqueFd link, const std::vector<PageRange>& written);
   [[noreturn]] void step_main(const StepMessage& step, std::vector<UniqueFd> fds);
   HolderReadyMessage run_step(const StepMessage& step, std::vector<UniqueFd> fds, bool in_place);
   void kill_untracked_children();
@@ -78,7 +79,6 @@ class Holder {
   pid_t spare_pid_ = -1;
   UniqueFd spare_link_;
   bool spare_due_ = false;  // a spare is to be forked once this holder is idle
-  std::vector<PageRange> written_;  // in a spare: the pages its holder wrote, to copy ahead
 };
 
 void Holder::watch_children() {
@@ -203,19 +203,18 @@ void Holder::fork_spare() {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return;
   UniqueFd ours(sv[0]), theirs(sv[1]);
-  written_ = pages_written_here(kWarmBytes);
+  const std::vector<PageRange> written = pages_written_here(kWarmBytes);
   const pid_t pid = fork_child();
-  if (pid != 0) written_ = {};  // (the spare's to use)
   if (pid == 0) {
     ours.reset();
-    spare_main(std::move(theirs));
+    spare_main(std::move(theirs), written);
   }
   if (pid < 0) return;
   spare_pid_ = pid;
   spare_link_ = std::move(ours);
 }
 
-void Holder::spare_main(UniqueFd link) {
+void Holder::spare_main(UniqueFd link, const std::vector<PageRange>& written) {
   const int wanted[] = {-1, -1, -1, link.get()};
   try {
     sandbox::arrange_fds(wanted);
@@ -228,8 +227,7 @@ void Holder::spare_main(UniqueFd link) {
     pollfd link_fd{kSpareLinkFd, POLLIN, 0};
     return ::poll(&link_fd, 1, 0) != 0;
   };
-  take_copies(written_, kWarmSliceBytes, step_waiting);
-  written_ = {};
+  take_copies(written, kWarmSliceBytes, step_waiting);
   // What every step does, rehearsed ahead (its page copies), in parts: a step that arrives
   // meanwhile waits for one part at most.
   for (long long part = 0; part < kRehearsalParts; ++part) {
