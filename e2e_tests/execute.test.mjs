@@ -4,6 +4,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { backend, connect, textOf, serverPath } from './lib/client.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -313,6 +314,11 @@ describe('execute_python with --sandbox-backend none', () => {
       assert.equal(result.isError ?? false, false);
       assert.equal(sc.stdout, "hi ['script.py']\n");
       assert.equal(sc.sandbox, 'none (unsandboxed)');
+      // The zygote's own rehearsal run (the pages a run writes) left no directory behind (another
+      // test's unsandboxed server may be rehearsing just now: one that stays is a leak).
+      const rehearsals = () => readdirSync('/tmp').filter((name) => name.startsWith('mpes-rehearsal-'));
+      for (let i = 0; i < 40 && rehearsals().length > 0; i++) await sleep(50);
+      assert.deepEqual(rehearsals(), []);
       // Killed at its deadline: the child, and the daemon that left the run's session.
       const marker = `mpes-e2e-none-${randomUUID()}`;
       const t = await run(conn.client, treeScript(marker), { timeout_seconds: 1 });

@@ -45,15 +45,18 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/zygote/children.h"
 #include "engine/zygote/libpython.h"
 #include "engine/zygote/protocol.h"
 #include "engine/zygote/session_holder.h"
+#include "engine/zygote/written_pages.h"
 #include "python_stubs/mpes_python_stubs.h"
 #include "sandbox/child_setup.h"
 #include "sandbox/landlock.h"
+#include "sandbox/memfd.h"
 #include "sandbox/mounts.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/seccomp_filter.h"
@@ -67,6 +70,8 @@ using sandbox::UniqueFd;
 using z::children_of;
 using z::count_tasks;
 using z::kill_children_until_none;
+using z::pages_written_by;
+using z::take_copies;
 
 // Exit status of a run process whose sandbox setup failed (the status pipe says so; the code
 // itself is never shown as the script's).
@@ -209,6 +214,19 @@ constexpr std::uint32_t kScriptEnded = 1u << 31;
 constexpr int kHandoffFd = 3;  // in a spare's processes, until its run arrives
 constexpr int kStatusFd = 4;   // in the run's processes, while setting up
 
+// learn_run_pages: what its rehearsal runs (the runner's whole path, with the report of an
+// uncaught exception: a run that fails writes what one that succeeds does, and more), how long
+// the zygote waits for it, and how much of what it wrote each spare copies, this much at a time
+// between looks at its hand-off socket.
+constexpr std::string_view kRehearsalScript =
+    "print('rehearsal')\n"
+    "def rehearsal():\n"
+    "    raise ValueError('rehearsal')\n"
+    "rehearsal()\n";
+constexpr int kRehearsalWaitMs = 2000;
+constexpr std::size_t kRunPagesBytes = 2 << 20;
+constexpr std::size_t kRunPagesSliceBytes = 256 << 10;
+
 void write_record(const StatusRecord& record) {
   [[maybe_unused]] const ssize_t n = ::write(kStatusFd, &record, sizeof record);
 }
@@ -334,6 +352,12 @@ class Zygote {
   [[noreturn]] void run_plain_init(const sandbox::ChildSpec& spec, const std::string& work_dir);
   void kill_strays();
   [[noreturn]] void run_script(sandbox::ChildSpec spec);
+  // The C environment of a run's script process (its cwd the work dir).
+  void set_run_environment();
+  // A rehearsal run of the zygote's own (kRehearsalScript, unsandboxed: no user code), forked
+  // once after READY; the pages it wrote become run_pages_, which every spare copies before
+  // its run arrives (written_pages.h), so that a run meets few copy-on-write faults.
+  void learn_run_pages();
   void kill_all_children();
   // False when `pid` was no spare (a stray of an unsandboxed run, re-parented to us).
   bool reap_spare(pid_t pid, int status);
@@ -360,6 +384,7 @@ class Zygote {
   sandbox::ChildSpec base_spec_;
   unsigned spares_wanted_ = 2;
   bool stopping_ = false;
+  std::vector<z::PageRange> run_pages_;  // learn_run_pages
   std::uint64_t rss_bytes_ = 0;  // ours, read after the last top-up (off the runs' path)
 };
 
@@ -439,6 +464,7 @@ int Zygote::start() {
     log(std::string("cannot send READY: ") + std::strerror(err));
     return 1;
   }
+  learn_run_pages();  // after READY: the first run does not wait for it (its spare is ready)
 
   // Besides control and SIGCHLD: the status pipes of runs in flight, whose init reports the
   // script's end before it exits itself, so EXITED does not wait for the init's (and the run's
@@ -911,16 +937,7 @@ void Zygote::kill_strays() {
   }
 }
 
-void Zygote::run_script(sandbox::ChildSpec spec) {
-  if (py_) py_->PyOS_AfterFork_Child();  // first: reinitialises the interpreter's locks, reseeds random
-  try {
-    sandbox::prepare_run_process(spec);
-  } catch (const std::exception& e) {
-    setup_failed(e.what());
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+void Zygote::set_run_environment() {
   // The run's environment (the runner mirrors it into os.environ): subprocesses inherit it.
   char cwd[4096];
   if (::getcwd(cwd, sizeof cwd) == nullptr) setup_failed("getcwd failed");
@@ -931,8 +948,89 @@ void Zygote::run_script(sandbox::ChildSpec spec) {
   ::setenv("LANG", "C.UTF-8", 1);
   ::setenv("PYTHONIOENCODING", "utf-8", 1);
   ::setenv("MPLBACKEND", "Agg", 1);
-  // Everything that does not depend on the script happens before it arrives.
+}
+
+void Zygote::learn_run_pages() {
+  // Nothing here is needed for a run to work: on any failure the spares copy nothing ahead.
+  if (!py_) return;
+  int ready[2], hold[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return;
+  UniqueFd ready_rd(ready[0]), ready_wr(ready[1]);
+  if (::pipe2(hold, O_CLOEXEC) != 0) return;
+  UniqueFd hold_rd(hold[0]), hold_wr(hold[1]);
+  UniqueFd script;
+  try {
+    script = sandbox::sealed_memfd("mpes-rehearsal", kRehearsalScript);
+  } catch (const std::exception&) {
+    return;
+  }
+  // A directory of its own for the rehearsal's script.py: sandboxed, under the zygote's tmpfs
+  // (hidden beneath each run's); unsandboxed, in /tmp like the runs' work dirs. Removed below.
+  std::string dir = options_.isolate ? std::string(sandbox::kRunWorkDir) + "/.mpes-rehearsal-XXXXXX"
+                                     : std::string("/tmp/mpes-rehearsal-XXXXXX");
+  if (::mkdtemp(dir.data()) == nullptr) return;
+  std::fflush(nullptr);
+  py_->PyOS_BeforeFork();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    py_->PyOS_AfterFork_Child();
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::chdir(dir.c_str()) != 0) ::_exit(1);
+    set_run_environment();
+    // As a run: 0-2 and 5 /dev/null, 3 the script; 6 says "done", 7 holds the process until the
+    // zygote has read its pages. Its exit waits there (the runner ends with os._exit).
+    const int wanted[] = {-1, -1, -1, script.get(), -1, -1, ready_wr.get(), hold_rd.get()};
+    try {
+      sandbox::arrange_fds(wanted);
+    } catch (...) {
+      ::_exit(1);
+    }
+    py_->run("import os as _mpes_os\n"
+             "def _mpes_rehearsal_exit(code, _exit=_mpes_os._exit, _os=_mpes_os):\n"
+             "    _os.write(6, b'.')\n"
+             "    _os.read(7, 1)\n"
+             "    _exit(code)\n"
+             "_mpes_os._exit = _mpes_rehearsal_exit\n"
+             "del _mpes_os, _mpes_rehearsal_exit\n");
+    if (!py_->call(prepare_fn_)) ::_exit(1);
+    py_->set_int(runner_globals_, "_MPES_FILES_FD", -1);
+    py_->run_steps(begin_fn_, finish_fn_, failed_fn_, runner_globals_);
+    ::_exit(1);
+  }
+  py_->PyOS_AfterFork_Parent();
+  ready_wr.reset();
+  hold_rd.reset();
+  if (pid > 0) {
+    pollfd done{ready_rd.get(), POLLIN, 0};
+    char byte;
+    if (::poll(&done, 1, kRehearsalWaitMs) == 1 && ::read(ready_rd.get(), &byte, 1) == 1) {
+      run_pages_ = pages_written_by(pid, kRunPagesBytes);
+    }
+    ::kill(pid, SIGKILL);  // done (or stuck): it has nothing left to do
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  ::nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void Zygote::run_script(sandbox::ChildSpec spec) {
+  if (py_) py_->PyOS_AfterFork_Child();  // first: reinitialises the interpreter's locks, reseeds random
+  try {
+    sandbox::prepare_run_process(spec);
+  } catch (const std::exception& e) {
+    setup_failed(e.what());
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  set_run_environment();
+  // Everything that does not depend on the script happens before it arrives: the runner's
+  // preparation, then the copies of the pages a run writes (learned by learn_run_pages).
   if (py_ && !py_->call(prepare_fn_)) setup_failed("the runner's preparation failed (traceback in the log)");
+  take_copies(run_pages_, kRunPagesSliceBytes, [] {
+    pollfd handoff{kHandoffFd, POLLIN, 0};
+    return ::poll(&handoff, 1, 0) != 0;  // the run has arrived (or the zygote is stopping)
+  });
   // The spawn path's command line, ready before the run arrives (but for its last lines).
   std::string bootstrap;
   if (!py_) {

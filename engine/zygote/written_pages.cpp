@@ -47,16 +47,19 @@ constexpr std::size_t kMaxScannedPages = std::size_t{1} << 19;  // 2 GiB of addr
 
 }  // namespace
 
-std::vector<PageRange> pages_written_here(std::size_t budget) noexcept {
+std::vector<PageRange> pages_written_here(std::size_t budget) noexcept { return pages_written_by(0, budget); }
+
+std::vector<PageRange> pages_written_by(pid_t pid, std::size_t budget) noexcept {
   std::vector<PageRange> out;
   try {
     const long page = ::sysconf(_SC_PAGESIZE);
     if (page <= 0) return out;
     const auto page_size = static_cast<std::size_t>(page);
-    sandbox::UniqueFd pagemap(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+    const std::string proc = pid > 0 ? "/proc/" + std::to_string(pid) : std::string("/proc/self");
+    sandbox::UniqueFd pagemap(::open((proc + "/pagemap").c_str(), O_RDONLY | O_CLOEXEC));
     if (!pagemap) return out;
     // Whole (its lines may be longer than any fixed buffer: a path is up to 4 KiB).
-    const std::string maps = sandbox::read_file("/proc/self/maps").value_or("");
+    const std::string maps = sandbox::read_file(proc + "/maps").value_or("");
     std::vector<std::uint64_t> entries(kChunkEntries);
     std::size_t scanned = 0;
     std::size_t at_line = 0;

@@ -10,6 +10,8 @@
 // faults itself, as before.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -38,6 +40,10 @@ std::size_t exclusive_runs(std::uintptr_t start, std::span<const std::uint64_t> 
 // mappings over 1 GiB (reservations: a sanitizer's shadow, an arena mapped ahead) are passed
 // over, at most 2 GiB of address space is looked at, pagemap is read 32 KiB at a time.
 std::vector<PageRange> pages_written_here(std::size_t budget) noexcept;
+
+// The same of another process (`pid`, stopped or waiting: its pages do not change meanwhile),
+// read through /proc/PID (so where this process may read its memory: its parent, same user).
+std::vector<PageRange> pages_written_by(pid_t pid, std::size_t budget) noexcept;
 
 // Gives this process its own copy of each page of `ranges` (their contents unchanged), a slice
 // of `slice_bytes` at a time; stops early when `interrupted()` says so between slices. Returns

@@ -1,5 +1,6 @@
 // What a session's spare copies ahead of its step: the pages its holder wrote alone, read from
-// /proc/self/pagemap, and the copies taken with MADV_POPULATE_WRITE in a forked child.
+// /proc/self/pagemap (or a child's, through /proc/PID), and the copies taken with
+// MADV_POPULATE_WRITE in a forked child.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -7,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -146,4 +148,57 @@ TEST_CASE("a reservation larger than any heap is passed over, and what was writt
   ::munmap(reserved, kReserved);
   CHECK(small_found);
   CHECK_FALSE(reserved_found);
+}
+
+TEST_CASE("the pages a waiting child wrote after its fork are read through /proc/PID, and not the others", "[zygote]") {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kPages = 32;
+  auto* region = static_cast<unsigned char*>(
+      ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(region != MAP_FAILED);
+  std::memset(region, 1, kPages * page);  // present, and shared with the child after the fork
+  if (exclusive_pages(region, kPages) < 0) {
+    ::munmap(region, kPages * page);
+    WARN("/proc/self/pagemap is not readable here: not tested");
+    return;
+  }
+  int written[2], hold[2];
+  REQUIRE(::pipe2(written, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(hold, O_CLOEXEC) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(hold[1]);
+    ::close(written[0]);
+    for (std::size_t i = 8; i < 12; ++i) region[i * page] = 2;  // its own copies of pages 8-11
+    // And a mapping of its own, at an address where this process (the parent) has nothing.
+    void* own = ::mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (own != MAP_FAILED) std::memset(own, 3, 4 * page);
+    const auto at = own == MAP_FAILED ? std::uintptr_t{0} : reinterpret_cast<std::uintptr_t>(own);
+    [[maybe_unused]] ssize_t n = ::write(written[1], &at, sizeof at);
+    char byte;
+    n = ::read(hold[0], &byte, 1);  // until the parent has looked
+    ::_exit(0);
+  }
+  ::close(written[1]);
+  ::close(hold[0]);
+  std::uintptr_t own = 0;
+  REQUIRE(::read(written[0], &own, sizeof own) == static_cast<ssize_t>(sizeof own));
+  const auto theirs = engine::zygote::pages_written_by(child, std::size_t{1} << 30);
+  ::close(hold[1]);
+  ::close(written[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  const auto found = [&](std::uintptr_t at) {
+    return std::any_of(theirs.begin(), theirs.end(), [at](const PageRange& r) { return r.start <= at && at < r.start + r.bytes; });
+  };
+  const auto start = reinterpret_cast<std::uintptr_t>(region);
+  for (std::size_t i = 0; i < kPages; ++i) {
+    INFO("page " << i);
+    CHECK(found(start + i * page) == (i >= 8 && i < 12));
+  }
+  ::munmap(region, kPages * page);
+  REQUIRE(own != 0);
+  for (std::size_t i = 0; i < 4; ++i) CHECK(found(own + i * page));
+  CHECK(engine::zygote::pages_written_by(999999999, 1 << 20).empty());  // no such process
 }
