@@ -40,6 +40,32 @@ int exclusive_pages(const void* at, std::size_t pages) {
   return n;
 }
 
+// An anonymous private mapping of `count` pages, each byte set by `fill(i)`, unmapped at scope
+// exit; `readable` says whether /proc/self/pagemap reports on it here.
+struct Written {
+  Written(std::size_t count, unsigned char (*fill)(std::size_t))
+      : pages(count),
+        bytes(count * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))),
+        at(static_cast<unsigned char*>(::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))) {
+    if (at == MAP_FAILED) return;
+    for (std::size_t i = 0; i < bytes; ++i) at[i] = fill(i);
+    readable = exclusive_pages(at, pages) >= 0;
+    if (!readable) WARN("/proc/self/pagemap is not readable here: not tested");
+  }
+  ~Written() {
+    if (at != MAP_FAILED) ::munmap(at, bytes);
+  }
+  Written(const Written&) = delete;
+  Written& operator=(const Written&) = delete;
+  bool mapped() const { return at != MAP_FAILED; }
+  std::uintptr_t start() const { return reinterpret_cast<std::uintptr_t>(at); }
+
+  std::size_t pages;
+  std::size_t bytes;
+  unsigned char* at;
+  bool readable = false;
+};
+
 }  // namespace
 
 TEST_CASE("exclusive_runs keeps the runs of present pages held alone, within the budget", "[zygote]") {
@@ -65,17 +91,11 @@ TEST_CASE("exclusive_runs keeps the runs of present pages held alone, within the
 TEST_CASE("a forked child takes its own copies of the pages its parent wrote, contents unchanged", "[zygote]") {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   constexpr std::size_t kPages = 16;
-  auto* region = static_cast<unsigned char*>(
-      ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  REQUIRE(region != MAP_FAILED);
-  for (std::size_t i = 0; i < kPages * page; ++i) region[i] = static_cast<unsigned char>(i * 7 + 3);
-  const int before = exclusive_pages(region, kPages);
-  if (before < 0) {
-    ::munmap(region, kPages * page);
-    WARN("/proc/self/pagemap is not readable here: not tested");
-    return;
-  }
-  REQUIRE(before == static_cast<int>(kPages));
+  const Written written_here(kPages, [](std::size_t i) { return static_cast<unsigned char>(i * 7 + 3); });
+  REQUIRE(written_here.mapped());
+  if (!written_here.readable) return;
+  unsigned char* const region = written_here.at;
+  REQUIRE(exclusive_pages(region, kPages) == static_cast<int>(kPages));
 
   // The parent finds them among the pages it wrote.
   const auto written = engine::zygote::pages_written_here(std::size_t{1} << 30);
@@ -104,7 +124,6 @@ TEST_CASE("a forked child takes its own copies of the pages its parent wrote, co
   }
   int status = 0;
   REQUIRE(::waitpid(child, &status, 0) == child);
-  ::munmap(region, kPages * page);
   REQUIRE(WIFEXITED(status));
   if (WEXITSTATUS(status) == 100) {
     WARN("MADV_POPULATE_WRITE is not supported by this kernel: copies not tested");
@@ -153,15 +172,11 @@ TEST_CASE("a reservation larger than any heap is passed over, and what was writt
 TEST_CASE("the pages a waiting child wrote after its fork are read through /proc/PID, and not the others", "[zygote]") {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   constexpr std::size_t kPages = 32;
-  auto* region = static_cast<unsigned char*>(
-      ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  REQUIRE(region != MAP_FAILED);
-  std::memset(region, 1, kPages * page);  // present, and shared with the child after the fork
-  if (exclusive_pages(region, kPages) < 0) {
-    ::munmap(region, kPages * page);
-    WARN("/proc/self/pagemap is not readable here: not tested");
-    return;
-  }
+  // Present, and shared with the child after the fork.
+  const Written shared(kPages, [](std::size_t) { return static_cast<unsigned char>(1); });
+  REQUIRE(shared.mapped());
+  if (!shared.readable) return;
+  unsigned char* const region = shared.at;
   int written[2], hold[2];
   REQUIRE(::pipe2(written, O_CLOEXEC) == 0);
   REQUIRE(::pipe2(hold, O_CLOEXEC) == 0);
@@ -197,7 +212,6 @@ TEST_CASE("the pages a waiting child wrote after its fork are read through /proc
     INFO("page " << i);
     CHECK(found(start + i * page) == (i >= 8 && i < 12));
   }
-  ::munmap(region, kPages * page);
   REQUIRE(own != 0);
   for (std::size_t i = 0; i < 4; ++i) CHECK(found(own + i * page));
   CHECK(engine::zygote::pages_written_by(999999999, 1 << 20).empty());  // no such process
