@@ -250,7 +250,7 @@ constexpr std::string_view kRehearsalScript =
     "def rehearsal():\n"
     "    raise ValueError('rehearsal')\n"
     "rehearsal()\n";
-constexpr int kRehearsalWaitMs = 2000;
+constexpr int kRehearsalWaitMs = 1000;
 constexpr std::size_t kRunPagesBytes = 2 << 20;
 constexpr std::size_t kRunPagesSliceBytes = 256 << 10;
 
