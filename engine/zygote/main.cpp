@@ -1002,16 +1002,17 @@ void Zygote::learn_run_pages() {
   if (pid == 0) {
     py_->PyOS_AfterFork_Child();
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::chdir(dir.c_str()) != 0) ::_exit(1);
-    set_run_environment();
     // As a run: 0-2 and 5 /dev/null, 3 the script; 6 says "done", 7 holds the process until the
-    // zygote has read its pages. Its exit waits there (the runner ends with os._exit).
+    // zygote has read its pages. Its exit waits there (the runner ends with os._exit). First, so
+    // that nothing below can write to an fd of the zygote's (setup_failed writes to 4).
     const int wanted[] = {-1, -1, -1, script.get(), -1, -1, ready_wr.get(), hold_rd.get()};
     try {
       sandbox::arrange_fds(wanted);
     } catch (...) {
       ::_exit(1);
     }
+    if (::chdir(dir.c_str()) != 0) ::_exit(1);
+    set_run_environment();
     py_->run("import os as _mpes_os\n"
              "def _mpes_rehearsal_exit(code, _exit=_mpes_os._exit, _os=_mpes_os):\n"
              "    _os.write(6, b'.')\n"

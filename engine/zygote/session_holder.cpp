@@ -231,8 +231,7 @@ void Holder::spare_main(UniqueFd link, const std::vector<PageRange>& written) {
   // What every step does, rehearsed ahead (its page copies), in parts: a step that arrives
   // meanwhile waits for one part at most.
   for (long long part = 0; part < kRehearsalParts; ++part) {
-    pollfd link_fd{kSpareLinkFd, POLLIN, 0};
-    if (::poll(&link_fd, 1, 0) != 0) break;
+    if (step_waiting()) break;
     r_.py->set_int(r_.globals, "_MPES_REHEARSAL_PART", part);
     r_.py->call(r_.spare);
   }

@@ -94,15 +94,23 @@ std::vector<PageRange> pages_written_by(pid_t pid, std::size_t budget) noexcept 
 std::size_t take_copies(const std::vector<PageRange>& ranges, std::size_t slice_bytes,
                         const std::function<bool()>& interrupted) {
 #ifdef MADV_POPULATE_WRITE
+  // A look every `slice_bytes` of copies, wherever the ranges begin and end: the scan finds
+  // hundreds of short runs, and a look per run would cost a syscall for every few pages.
   std::size_t done = 0;
+  std::size_t since_look = slice_bytes;  // look before the first copy
   for (const auto& range : ranges) {
-    for (std::size_t offset = 0; offset < range.bytes; offset += slice_bytes) {
-      if (interrupted && interrupted()) return done;
-      const std::size_t n = std::min(slice_bytes, range.bytes - offset);
+    for (std::size_t offset = 0; offset < range.bytes;) {
+      if (since_look >= slice_bytes) {
+        if (interrupted && interrupted()) return done;
+        since_look = 0;
+      }
+      const std::size_t n = std::min(slice_bytes - since_look, range.bytes - offset);
       if (::madvise(reinterpret_cast<void*>(range.start + offset), n, MADV_POPULATE_WRITE) != 0) {
         if (errno == EINVAL) return done;  // a kernel before 5.14: nothing to gain here
         break;                             // this range changed meanwhile: the next one
       }
+      offset += n;
+      since_look += n;
       done += n;
     }
   }

@@ -45,9 +45,9 @@ std::vector<PageRange> pages_written_here(std::size_t budget) noexcept;
 // read through /proc/PID (so where this process may read its memory: its parent, same user).
 std::vector<PageRange> pages_written_by(pid_t pid, std::size_t budget) noexcept;
 
-// Gives this process its own copy of each page of `ranges` (their contents unchanged), a slice
-// of `slice_bytes` at a time; stops early when `interrupted()` says so between slices. Returns
-// the bytes done.
+// Gives this process its own copy of each page of `ranges` (their contents unchanged); asks
+// `interrupted()` before each `slice_bytes` of copies (however the ranges fall) and stops early
+// when it says so. Returns the bytes done.
 std::size_t take_copies(const std::vector<PageRange>& ranges, std::size_t slice_bytes,
                         const std::function<bool()>& interrupted);
 
