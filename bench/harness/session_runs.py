@@ -140,11 +140,13 @@ def section(results: dict, ms) -> list[str]:
         if v:
             lines.append(f"| {title} | {v['n']} | {ms(v['p50'])} | {ms(v['p90'])} | {ms(v['p99'])} |")
     idle = s.get("idle_step_over_protocol_ms")
+    idle_text = ""
+    if idle is not None:
+        idle_text = f", {ms(idle)} ms when the session was idle before it"
+        if s.get("idle_protocol_ms"):
+            idle_text += " (over `list_sessions` after the same idle)"
     lines += ["", f"A step costs {ms(s.get('step_over_protocol_ms'))} ms (p50) over the protocol's own cost "
-              "(target ≤ 0.5 ms)" + (f", {ms(idle)} ms when the session was idle before it"
-                                      + (" (over `list_sessions` after the same idle)" if s.get("idle_protocol_ms") else "")
-                                      if idle is not None else "")
-              + "; a rewind or a fork, target ≤ 2 ms.", ""]
+              f"(target ≤ 0.5 ms){idle_text}; a rewind or a fork, target ≤ 2 ms.", ""]
     m = s.get("snapshot_memory") or {}
     if m.get("per_snapshot_kib") is not None:
         lines += [f"Memory per snapshot of a pandas session (a 10⁶-row DataFrame, {m['steps']} small steps): "
