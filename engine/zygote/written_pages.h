@@ -7,7 +7,8 @@
 // each page ("exclusively mapped", bit 56, Linux 4.2). The spare faults them in before its step
 // arrives (MADV_POPULATE_WRITE, Linux 5.14), in slices, so that a step arriving meanwhile waits
 // for one slice at most. Where either interface is missing, nothing is done: the step pays the
-// faults itself, as before.
+// faults itself, as before. Runs use the same two halves: the zygote reads the pages its own
+// rehearsal run wrote (pages_written_by, through /proc/PID), and each spare copies them.
 #pragma once
 
 #include <sys/types.h>
