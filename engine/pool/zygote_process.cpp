@@ -591,6 +591,12 @@ void ZygoteProcess::add_direct_spare(std::int32_t pid, std::vector<UniqueFd> fds
   if (!routed) return;
   // Linked first (a pidfd of its own for the network thread); then it takes runs.
   UniqueFd for_link(::fcntl(direct_spares_.back().pidfd.get(), F_DUPFD_CLOEXEC, 3));
+  if (!for_link) {
+    // Out of fds (EMFILE): the spare is dropped, and a run waiting for it is told why.
+    direct_spares_.pop_back();
+    send(zygote::SpareLinkedMessage{pid, 0, kNoFdsForSpare});
+    return;
+  }
   link_spare(zygote::SpareMessage{pid, 1}, std::move(for_link));
 }
 
