@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "engine/zygote/children.h"
@@ -51,23 +52,38 @@ void set_signal_mask(bool block_chld) {
   ::sigprocmask(SIG_SETMASK, &set, nullptr);
 }
 
+// What a process forked in a holder's loop is to become: the loop returns it in the child, which
+// starts that work from the top of its stack. (A step's process holds the next state and forks the
+// next step's: were each child to go on from inside the call that forked it, every step would
+// leave a stack frame set behind for good, and a long session would grow its stack to the limit.)
+struct Becoming {
+  enum class Kind { step, spare } kind = Kind::step;
+  StepMessage step{};               // a step: the step and its fds
+  std::vector<UniqueFd> fds;
+  UniqueFd link;                    // a spare: its end of the link, and the pages to copy
+  std::vector<PageRange> written;   // (written_pages.h)
+};
+
 class Holder {
  public:
   explicit Holder(const SessionRunner& runner) : r_(runner) {}
 
-  // Reports `ready` (this process now holds a state), prepares a spare when it can fork, and
-  // serves its control socket until the server lets go of it.
-  [[noreturn]] void serve(const HolderReadyMessage& ready);
+  // Holds the state `ready` reports; in each process forked from it, runs the step it was forked
+  // for, then holds the state that step left. Never returns.
+  [[noreturn]] void serve(HolderReadyMessage ready);
 
  private:
+  // Reports `ready` (this process now holds a state), prepares a spare when it can fork, and
+  // serves its control socket until the server lets go of it (the process exits). Returns only
+  // in a child forked for a step or as a spare.
+  Becoming hold(const HolderReadyMessage& ready);
   void watch_children();
-  void handle_control();
-  void on_step(const StepMessage& step, std::vector<UniqueFd> fds);
-  void fork_spare();
+  std::optional<Becoming> handle_control();
+  std::optional<Becoming> on_step(const StepMessage& step, std::vector<UniqueFd> fds);
+  std::optional<Becoming> fork_spare();
   pid_t fork_child();  // with the interpreter's fork protocol; 0 in the child
-  // `written`: the pages its holder wrote, to copy before the step arrives (written_pages.h).
-  [[noreturn]] void spare_main(UniqueFd link, const std::vector<PageRange>& written);
-  [[noreturn]] void step_main(const StepMessage& step, std::vector<UniqueFd> fds);
+  // A spare: copies its holder's pages, rehearses, then waits for its step (into `spare`).
+  void await_step(Becoming& spare);
   HolderReadyMessage run_step(const StepMessage& step, std::vector<UniqueFd> fds, bool in_place);
   void kill_untracked_children();
   void reap();
@@ -89,7 +105,20 @@ void Holder::watch_children() {
   sigfd_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
 }
 
-void Holder::serve(const HolderReadyMessage& ready) {
+void Holder::serve(HolderReadyMessage ready) {
+  for (;;) {
+    Becoming next = hold(ready);
+    if (next.kind == Becoming::Kind::spare) await_step(next);
+    // A child of the holder: none of the parent's bookkeeping is its own.
+    steps_.clear();
+    spare_pid_ = -1;
+    (void)spare_link_.release();  // closed by run_step's fd arrangement
+    (void)sigfd_.release();
+    ready = run_step(next.step, std::move(next.fds), false);
+  }
+}
+
+Becoming Holder::hold(const HolderReadyMessage& ready) {
   watch_children();
   if (send_message(kHolderControlFd, ready) != 0) ::_exit(0);  // the server is gone
   spare_due_ = ready.tasks == 1;
@@ -102,7 +131,9 @@ void Holder::serve(const HolderReadyMessage& ready) {
     r_.py->PyEval_RestoreThread(thread_state);
     if (n == 0 && spare_due_) {
       spare_due_ = false;
-      if (spare_pid_ < 0 && count_tasks() == 1) fork_spare();
+      if (spare_pid_ < 0 && count_tasks() == 1) {
+        if (auto spare = fork_spare()) return std::move(*spare);
+      }
       continue;
     }
     if (n < 0) {
@@ -115,16 +146,18 @@ void Holder::serve(const HolderReadyMessage& ready) {
       }
       reap();
     }
-    if (fds[0].revents != 0) handle_control();
+    if (fds[0].revents != 0) {
+      if (auto next = handle_control()) return std::move(*next);
+    }
   }
 }
 
-void Holder::handle_control() {
+std::optional<Becoming> Holder::handle_control() {
   for (;;) {
     Received got = receive_message(kHolderControlFd);
     switch (got.status) {
       case Received::Status::would_block:
-        return;
+        return std::nullopt;
       case Received::Status::eof:
         ::_exit(0);  // released: its children (a spare, later states) see to themselves
       case Received::Status::error:
@@ -133,11 +166,13 @@ void Holder::handle_control() {
       case Received::Status::message:
         break;
     }
+    std::optional<Becoming> next;
     if (const auto* step = std::get_if<StepMessage>(&got.message)) {
-      on_step(*step, std::move(got.fds));
+      next = on_step(*step, std::move(got.fds));
     } else if (std::holds_alternative<PrepareMessage>(got.message)) {
-      if (spare_pid_ < 0 && count_tasks() == 1) fork_spare();
+      if (spare_pid_ < 0 && count_tasks() == 1) next = fork_spare();
     }
+    if (next) return next;
   }
 }
 
@@ -155,11 +190,11 @@ pid_t Holder::fork_child() {
   return pid;
 }
 
-void Holder::on_step(const StepMessage& step, std::vector<UniqueFd> fds) {
+std::optional<Becoming> Holder::on_step(const StepMessage& step, std::vector<UniqueFd> fds) {
   if (fds.size() != StepMessage::fd_count(step.flags)) {
     // Never sent so by the server: answer as a failed setup, so that the step is not waited for.
     send_message(kHolderControlFd, StepExitedMessage{step.step_id, 125 << 8, 0, 0, 0});
-    return;
+    return std::nullopt;
   }
   if ((step.flags & kStepInPlace) != 0) {
     if (spare_pid_ > 0) ::kill(spare_pid_, SIGKILL);  // (reaped by reap())
@@ -169,7 +204,7 @@ void Holder::on_step(const StepMessage& step, std::vector<UniqueFd> fds) {
     if (send_message(kHolderControlFd, ready) != 0) ::_exit(0);
     spare_due_ = ready.tasks == 1;
     reap();
-    return;
+    return std::nullopt;
   }
   pid_t pid = -1;
   if (spare_pid_ > 0 && spare_link_) {
@@ -182,11 +217,16 @@ void Holder::on_step(const StepMessage& step, std::vector<UniqueFd> fds) {
   spare_due_ = false;  // a snapshot now: the step's process is the head
   if (pid < 0) {
     pid = fork_child();
-    if (pid == 0) step_main(step, std::move(fds));
+    if (pid == 0) {
+      Becoming next;
+      next.step = step;
+      next.fds = std::move(fds);
+      return next;
+    }
   }
   if (pid < 0) {
     send_message(kHolderControlFd, StepExitedMessage{step.step_id, 125 << 8, 0, 0, 0});
-    return;
+    return std::nullopt;
   }
   steps_[pid] = step.step_id;
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
@@ -197,37 +237,44 @@ void Holder::on_step(const StepMessage& step, std::vector<UniqueFd> fds) {
   } else {
     send_message(kHolderControlFd, started);
   }
+  return std::nullopt;
 }
 
-void Holder::fork_spare() {
+std::optional<Becoming> Holder::fork_spare() {
   int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return;
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
   UniqueFd ours(sv[0]), theirs(sv[1]);
-  const std::vector<PageRange> written = pages_written_here(kWarmBytes);
+  std::vector<PageRange> written = pages_written_here(kWarmBytes);
   const pid_t pid = fork_child();
   if (pid == 0) {
     ours.reset();
-    spare_main(std::move(theirs), written);
+    Becoming spare;
+    spare.kind = Becoming::Kind::spare;
+    spare.link = std::move(theirs);
+    spare.written = std::move(written);
+    return spare;
   }
-  if (pid < 0) return;
+  if (pid < 0) return std::nullopt;
   spare_pid_ = pid;
   spare_link_ = std::move(ours);
+  return std::nullopt;
 }
 
-void Holder::spare_main(UniqueFd link, const std::vector<PageRange>& written) {
-  const int wanted[] = {-1, -1, -1, link.get()};
+void Holder::await_step(Becoming& spare) {
+  const int wanted[] = {-1, -1, -1, spare.link.get()};
   try {
     sandbox::arrange_fds(wanted);
   } catch (...) {
     ::_exit(125);
   }
-  (void)link.release();
+  (void)spare.link.release();
   ::fcntl(kSpareLinkFd, F_SETFD, FD_CLOEXEC);
   const auto step_waiting = [] {
     pollfd link_fd{kSpareLinkFd, POLLIN, 0};
     return ::poll(&link_fd, 1, 0) != 0;
   };
-  take_copies(written, kWarmSliceBytes, step_waiting);
+  take_copies(spare.written, kWarmSliceBytes, step_waiting);
+  spare.written = {};
   // What every step does, rehearsed ahead (its page copies), in parts: a step that arrives
   // meanwhile waits for one part at most.
   for (long long part = 0; part < kRehearsalParts; ++part) {
@@ -241,16 +288,8 @@ void Holder::spare_main(UniqueFd link, const std::vector<PageRange>& written) {
       got.fds.size() != StepMessage::fd_count(step->flags) || (step->flags & kStepInPlace) != 0) {
     ::_exit(0);  // the holder let go of its spare
   }
-  step_main(*step, std::move(got.fds));
-}
-
-void Holder::step_main(const StepMessage& step, std::vector<UniqueFd> fds) {
-  // A child of the holder: none of the parent's bookkeeping is its own.
-  steps_.clear();
-  spare_pid_ = -1;
-  (void)spare_link_.release();  // closed by run_step's fd arrangement
-  (void)sigfd_.release();
-  serve(run_step(step, std::move(fds), false));
+  spare.step = *step;
+  spare.fds = std::move(got.fds);
 }
 
 HolderReadyMessage Holder::run_step(const StepMessage& step, std::vector<UniqueFd> fds, bool in_place) {
