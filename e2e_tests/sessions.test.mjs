@@ -173,6 +173,42 @@ len(df)
     await call(conn.client, 'close_session', { session_id: id });
   });
 
+  test('the process holding a step\'s state ending as the step arrives: the step fails at once, naming it', async () => {
+    // Step 2's process ends at the next fork its interpreter makes; step 3 is sent with it, so it
+    // arrives while the session is busy and is handed over as step 2 ends. Its process may also
+    // fork its spare first (idle for 2 ms while step 2 is answered): then step 3 finds step 2 lost
+    // and runs from step 1. Either way, nothing waits for a timeout. Tried until the first case.
+    let arrived = 0;
+    for (let attempt = 0; attempt < 8 && arrived === 0; attempt++) {
+      const id = await createSession(conn.client);
+      await step(conn.client, id, 'x = 41');
+      const started = Date.now();
+      const [arm, next] = await Promise.all([
+        step(conn.client, id, 'import os\nos.register_at_fork(before=lambda: os._exit(3))\nx = "armed"'),
+        step(conn.client, id, 'x', { timeout_seconds: 30 }),
+      ]);
+      const waited = Date.now() - started;
+      assert.equal(arm.sc.session.kept, true, arm.text);
+      assert.equal(arm.sc.session.step, 2, arm.text);
+      assert.ok(waited < 10000, `answered after ${waited} ms (its timeout: 30 s)`);
+      assert.match(next.text, /the state of step 2 was lost/);
+      if (next.sc.session.kept === false) {
+        arrived += 1;
+        assert.equal(next.result.isError, true, next.text);
+        assert.equal(next.sc.session.step, 1, next.text);
+        assert.match(next.text, /the session's process holding step 2 ended before the step could start/);
+        assert.match(next.text, /continues from step 1, its latest kept state/);
+      } else {
+        assert.equal(next.sc.return_value?.repr, '41', next.text);
+        assert.equal(next.sc.session.step, 2, next.text);
+      }
+      const after = await step(conn.client, id, 'x + 1');
+      assert.equal(after.sc.return_value?.repr, '42', after.text);
+      await call(conn.client, 'close_session', { session_id: id });
+    }
+    assert.ok(arrived > 0, 'in 8 tries, step 3 never reached the process as it ended');
+  });
+
   test('a long session\'s process keeps its stack and memory from step to step', async () => {
     const id = await createSession(conn.client);
     const probe = "{l.split(':')[0]: int(l.split()[1]) for l in open('/proc/self/status') "

@@ -114,6 +114,8 @@ void HolderLink::watch_exit() {
       self->watch_exit();  // a spurious wake-up: the process runs on
       return;
     }
+    // What it sent before it ended first (a STARTED: its step's process runs on), then its loss.
+    self->on_readable();
     self->lose();
   });
 }

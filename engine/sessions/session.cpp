@@ -49,6 +49,8 @@ struct Session::Running {
   std::uint64_t step_id = 0;
   std::uint64_t number = 0;
   bool in_place = false;
+  bool started = false;               // its process was forked (STARTED came)
+  std::uint64_t from = 0;             // the step whose state it started from
   std::shared_ptr<HolderLink> head;   // the state it started from
   std::shared_ptr<HolderLink> child;  // its own process (none in place)
   std::shared_ptr<Execution> execution;
@@ -99,10 +101,14 @@ void Session::run_step(StepParams params, StepDone done) {
       callback(std::move(evidence), std::move(report));
     });
   };
+  // A state whose process ended as its own step was being answered is let go now, as it would
+  // have been had it ended while the session was idle: the step runs from the latest kept state.
+  if (auto lost = holder(history_.head_handle()); lost && !lost->alive()) holder_gone(lost->id());
   auto head = holder(history_.head_handle());
   if (sandbox_->ended()) return fail_now("the session ended: " + sandbox_->end_reason());
   if (!head || !head->alive()) return fail_now("the session's state at step " + std::to_string(history_.head()) + " is gone");
   running->head = head;
+  running->from = history_.head();
   running->in_place = head->tasks() > 1;
   running->step_id = sandbox_->next_step_id();
   running->number = history_.next_step();
@@ -143,7 +149,10 @@ void Session::run_step(StepParams params, StepDone done) {
     step.flags = (running->in_place ? zygote::kStepInPlace : 0u) | (files ? zygote::kStepFiles : 0u);
     std::weak_ptr<Running> weak_running = running;
     SessionSandbox::StepWatch watch;
-    watch.started = callbacks.started;
+    watch.started = [weak_running, started = callbacks.started](pid_t pid, UniqueFd pidfd) {
+      if (auto r = weak_running.lock()) r->started = true;
+      if (started) started(pid, std::move(pidfd));
+    };
     watch.ready = [weak_running, exited = callbacks.exited](const zygote::HolderReadyMessage& ready) {
       auto r = weak_running.lock();
       if (!r || r->ready) return;
@@ -253,7 +262,7 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
     } else {
       note += (note.empty() ? "" : " ") + std::string("this step was not kept: ") + why +
               "; the session continues from step " + std::to_string(history_.head()) +
-              ", as it was before the step";
+              (history_.head() == running->from ? ", as it was before the step" : ", its latest kept state");
     }
     report.step = history_.head();
     report.snapshots = snapshots_on();
@@ -308,11 +317,21 @@ std::string Session::reset(std::uint64_t step) {
 
 void Session::holder_gone(std::uint64_t holder_id) {
   if (!history_.holds(holder_id)) return;
+  // The state a step was sent to: once the step's process is forked (or, in place, is this one),
+  // the step reports its own end. Before that, nothing would: the step fails now.
+  const bool step_waits = running_ && running_->head && running_->head->id() == holder_id;
+  if (step_waits && (running_->in_place || running_->started)) return;
   const std::uint64_t head = history_.head();
   const auto kept_before = history_.kept();
   const auto new_head = history_.forget(holder_id);
   holders_.erase(holder_id);
-  if (running_ && running_->head && running_->head->id() == holder_id) return;  // the step reports
+  if (step_waits) {
+    pending_note_ += (pending_note_.empty() ? "" : " ") + std::string("the state of step ") + std::to_string(head) +
+                     " was lost (its process ended as the step arrived; the memory limit can do that).";
+    running_->execution->fail("the session's process holding step " + std::to_string(head) +
+                              " ended before the step could start");
+    return;
+  }
   std::string lost;
   for (const auto step : kept_before) {
     if (!history_.has(step)) lost += (lost.empty() ? "" : ", ") + std::to_string(step);
