@@ -209,6 +209,41 @@ len(df)
     assert.ok(arrived > 0, 'in 8 tries, step 3 never reached the process as it ended');
   });
 
+  test('a step that kills the process of its previous state, or its whole session, is answered as such', async () => {
+    const id = await createSession(conn.client);
+    await step(conn.client, id, 'x = 1');
+    // (It sleeps, so that the server sees the death while the step runs.)
+    const parent = await step(conn.client, id, 'import os, time\nx = 2\nos.kill(os.getppid(), 9)\ntime.sleep(0.3)\nx');
+    assert.equal(parent.sc.return_value?.repr, '2', parent.text);
+    assert.equal(parent.sc.session.kept, true, parent.text);
+    assert.equal(parent.sc.session.step, 2, parent.text);
+    assert.match(parent.text, /the snapshot of step 1 was lost/);
+    // Step 1's state is gone: no longer listed, and a rewind to it is refused; the session goes on.
+    let listed = '';
+    for (let i = 0; i < 50; i++) {
+      listed = (await call(conn.client, 'list_sessions')).text;
+      if (!/kept steps: 0, 1-2/.test(listed)) break;
+      await sleep(100);
+    }
+    assert.match(listed, /kept steps: 0, 2\b/, listed);
+    const rewind = await call(conn.client, 'reset_session', { session_id: id, step: 1 });
+    assert.equal(rewind.result.isError, true, rewind.text);
+    assert.match(rewind.text, /no longer kept/);
+    assert.equal((await step(conn.client, id, 'x + 1')).sc.return_value?.repr, '3');
+    await call(conn.client, 'close_session', { session_id: id });
+
+    const doomed = await createSession(conn.client);
+    await step(conn.client, doomed, 'x = 1');
+    const all = await step(conn.client, doomed, 'import os\nos.kill(-1, 9)');
+    assert.equal(all.result.isError, true, all.text);
+    assert.notEqual(all.sc.end_reason, 'cancelled', all.text);  // nobody cancelled it
+    assert.equal(all.sc.session.kept, false, all.text);
+    assert.match(all.text, /the session ended/);
+    const next = await step(conn.client, doomed, 'x');
+    assert.equal(next.result.isError, true, next.text);
+    assert.match(next.text, /has ended: its interpreter ended \(create_session makes a new one\)/);
+  });
+
   test('a long session\'s process keeps its stack and memory from step to step', async () => {
     const id = await createSession(conn.client);
     const probe = "{l.split(':')[0]: int(l.split()[1]) for l in open('/proc/self/status') "

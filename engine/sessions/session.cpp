@@ -51,6 +51,7 @@ struct Session::Running {
   bool in_place = false;
   bool started = false;               // its process was forked (STARTED came)
   std::uint64_t from = 0;             // the step whose state it started from
+  bool head_lost = false;             // that state's process ended while the step ran
   std::shared_ptr<HolderLink> head;   // the state it started from
   std::shared_ptr<HolderLink> child;  // its own process (none in place)
   std::shared_ptr<Execution> execution;
@@ -235,6 +236,7 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
     } else {
       holders_[running->child->id()] = running->child;
       retired = adopt(history_.advance(running->child->id(), keep_));
+      if (running->head_lost) holder_gone(running->head->id());  // a snapshot now, not the head
     }
     report.step = history_.head();
     const auto head = holder(history_.head_handle());
@@ -248,6 +250,7 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
     }
   } else {
     if (running->child) running->child->release();
+    if (running->head_lost && !running->in_place) holder_gone(running->head->id());
     const std::string why = limit ? limit_text(*limit) : why_not_kept(evidence);
     if (running->in_place) {
       // The process that ran it was the session's state: it is gone with it.
@@ -259,6 +262,8 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
               "; it ran in place (the interpreter had threads, so no snapshot was taken), so the state "
               "of step " + std::to_string(lost) + " went with it: the session continues from step " +
               std::to_string(history_.head()) + ", its latest snapshot";
+    } else if (!released_.empty()) {
+      note += (note.empty() ? "" : " ") + std::string("this step was not kept: the session ended (") + released_ + ")";
     } else {
       note += (note.empty() ? "" : " ") + std::string("this step was not kept: ") + why +
               "; the session continues from step " + std::to_string(history_.head()) +
@@ -268,6 +273,7 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
     report.snapshots = snapshots_on();
     if (auto head = holder(history_.head_handle())) head->prepare();
   }
+  if (std::string lost = take_note(); !lost.empty()) note += (note.empty() ? "" : " ") + lost;
   report.note = std::move(note);
   if (running->done) running->done(std::move(evidence), std::move(report));
   // The snapshot that fell out of --session-snapshots is killed after the answer has been
@@ -320,7 +326,12 @@ void Session::holder_gone(std::uint64_t holder_id) {
   // The state a step was sent to: once the step's process is forked (or, in place, is this one),
   // the step reports its own end. Before that, nothing would: the step fails now.
   const bool step_waits = running_ && running_->head && running_->head->id() == holder_id;
-  if (step_waits && (running_->in_place || running_->started)) return;
+  if (step_waits && (running_->in_place || running_->started)) {
+    // (In place, the step's own process: its end is the step's. Otherwise the step reports its
+    // end first; finish_step then lets the state go.)
+    if (!running_->in_place) running_->head_lost = true;
+    return;
+  }
   const std::uint64_t head = history_.head();
   const auto kept_before = history_.kept();
   const auto new_head = history_.forget(holder_id);
@@ -338,7 +349,7 @@ void Session::holder_gone(std::uint64_t holder_id) {
   }
   if (new_head) {
     pending_note_ += (pending_note_.empty() ? "" : " ") + std::string("the state of step ") + std::to_string(head) +
-                     " was lost while the session was idle (its process ended; the memory limit can do "
+                     " was lost (its process ended; the memory limit can do "
                      "that): the session continued from step " + std::to_string(*new_head) + ".";
     if (auto h = holder(history_.head_handle())) h->prepare();
   } else if (!lost.empty()) {
@@ -347,8 +358,15 @@ void Session::holder_gone(std::uint64_t holder_id) {
   }
 }
 
-void Session::release() {
-  if (running_ && running_->execution) running_->execution->stop();
+void Session::release(const std::string& why, bool ended) {
+  released_ = why.empty() ? "it was closed" : why;
+  if (running_ && running_->execution) {
+    if (ended) {
+      running_->execution->fail("the session ended: " + why);
+    } else {
+      running_->execution->stop();
+    }
+  }
   holders_.clear();
 }
 

@@ -63,8 +63,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string reset(std::uint64_t step);
   // A process of the sandbox is gone: the steps it held are forgotten.
   void holder_gone(std::uint64_t holder_id);
-  // Lets go of every process this session holds (the sandbox itself is its owner's to close).
-  void release();
+  // Lets go of every process this session holds (the sandbox itself is its owner's to close), for
+  // `why`. A step under way is answered as cancelled or, when the sandbox ended under it
+  // (`ended`), as failed for that reason; either way its result says the session ended.
+  void release(const std::string& why, bool ended = false);
 
  private:
   struct Running;
@@ -82,6 +84,7 @@ class Session : public std::enable_shared_from_this<Session> {
   StepHistory history_;
   std::map<StepHistory::Handle, std::shared_ptr<HolderLink>> holders_;
   std::shared_ptr<Running> running_;
+  std::string released_;  // why the session was let go (release); "" while it lives
   std::string forked_from_;
   std::string pending_note_;  // what happened while idle, for the next result
   std::uint64_t steps_run_ = 0;

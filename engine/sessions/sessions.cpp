@@ -80,7 +80,7 @@ void Sessions::wire(const std::shared_ptr<SessionSandbox>& sandbox) {
       if (e == nullptr || e->value->sandbox().get() != raw) continue;
       spdlog::warn("session {} ended: {}", id, why);
       forget_ended(id, e->owner, why);
-      close_session(id, why);
+      close_session(id, why, true);
     }
   });
 }
@@ -151,12 +151,12 @@ SessionReply Sessions::close(const std::string& owner, const std::string& id) {
   return reply;
 }
 
-void Sessions::close_session(const std::string& id, const std::string& why) {
+void Sessions::close_session(const std::string& id, const std::string& why, bool ended) {
   auto* e = table_.find_any(id);
   if (e == nullptr) return;
   auto session = e->value;
   table_.erase(id);
-  session->release();
+  session->release(why, ended);
   // The sandbox goes with the last session in it.
   const auto& sandbox = session->sandbox();
   bool used = false;
@@ -273,7 +273,7 @@ void Sessions::shutdown() {
     if (e == nullptr) continue;
     auto session = e->value;
     table_.erase(id);
-    session->release();
+    session->release("the server is shutting down");
     session->sandbox()->close("the server is shutting down");
   }
 }

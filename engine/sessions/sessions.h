@@ -71,7 +71,8 @@ class Sessions {
  private:
   void adopt(const std::string& id, std::string owner, std::shared_ptr<Session> session);
   void wire(const std::shared_ptr<SessionSandbox>& sandbox);
-  void close_session(const std::string& id, const std::string& why);
+  // `ended`: its sandbox ended under it (not closed by anyone).
+  void close_session(const std::string& id, const std::string& why, bool ended = false);
   void forget_ended(const std::string& id, std::string owner, std::string why);
   // A creation for `owner` is answered: why its owner is gone meanwhile, if it is.
   std::optional<std::string> creation_answered(const std::string& owner);
