@@ -125,6 +125,9 @@ void SessionSandbox::wire(const std::shared_ptr<HolderLink>& link) {
 
 std::shared_ptr<HolderLink> SessionSandbox::add_holder(std::uint64_t step_id, UniqueFd server_end) {
   auto link = std::make_shared<HolderLink>(io_, step_id, std::move(server_end));
+  // The links the sessions let go of leave with this one (a step each: a long session's would
+  // otherwise pile up, each keeping its link's memory through the weak reference).
+  std::erase_if(holders_, [](const auto& entry) { return entry.second.expired(); });
   holders_[step_id] = link;
   wire(link);
   return link;

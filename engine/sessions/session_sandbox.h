@@ -52,6 +52,8 @@ class SessionSandbox : public std::enable_shared_from_this<SessionSandbox> {
   // A new process link (a step's), registered under the step id it is started for.
   std::shared_ptr<HolderLink> add_holder(std::uint64_t step_id, sandbox::UniqueFd server_end);
   std::shared_ptr<HolderLink> root() const { return root_; }
+  // The links it keeps track of: the root's, the live ones, and at most the last one let go.
+  std::size_t links() const { return holders_.size(); }
   std::uint64_t next_step_id() { return next_step_id_++; }
 
   // Routes the messages about step `step_id` to `watch`; `in_place_holder`: the process that
