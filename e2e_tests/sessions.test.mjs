@@ -234,7 +234,8 @@ len(df)
 
     const doomed = await createSession(conn.client);
     await step(conn.client, doomed, 'x = 1');
-    const all = await step(conn.client, doomed, 'import os\nos.kill(-1, 9)');
+    // (It sleeps, so that the server sees the session end while the step runs.)
+    const all = await step(conn.client, doomed, 'import os, time\nos.kill(-1, 9)\ntime.sleep(0.5)');
     assert.equal(all.result.isError, true, all.text);
     assert.notEqual(all.sc.end_reason, 'cancelled', all.text);  // nobody cancelled it
     assert.equal(all.sc.session.kept, false, all.text);
