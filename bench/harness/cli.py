@@ -210,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
     results["server"]["run"] = warm["run"]
     if warm["first_error"]:
         say(f"bench: WARNING: hello fails on the server: {warm['first_error'][:300]}")
-    mem: dict = {"idle": memory.tree_memory(session.server.proc.pid)}
+    # Idle: once the pool has replaced the spare the last warm-up run took.
+    mem: dict = {"idle": memory.settled_tree_memory(session.server.proc.pid)}
     mem["concurrent"] = server_runs.measure_concurrent_memory(
         session, sleeper(plan.sleep_seconds), plan.memory_runs, settle_timeout=plan.sleep_seconds - 0.3)
     results["memory"] = mem

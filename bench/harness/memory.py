@@ -103,11 +103,9 @@ def new_branches(before: list[dict], now: list[int]) -> int:
     return sum(1 for pid in now if pid not in old and _ppid(pid) in old)
 
 
-def wait_for_branches(root: int, idle: dict, branches: int, timeout: float,
-                      quiet: float = 0.3) -> dict:
-    """Polls the tree until `branches` new branches hang below the `idle` tree's processes and
-    nothing has changed for `quiet` seconds (or `timeout` passes); its memory then, with
-    `branches_seen`."""
+def _settle(root: int, timeout: float, quiet: float, ready=lambda pids: True) -> None:
+    """Polls the tree until `ready(pids)` holds and nothing has changed for `quiet` seconds (or
+    `timeout` passes)."""
     deadline = time.monotonic() + timeout
     last = descendants(root)
     stable_since = time.monotonic()
@@ -116,9 +114,23 @@ def wait_for_branches(root: int, idle: dict, branches: int, timeout: float,
         now = descendants(root)
         if now != last:
             last, stable_since = now, time.monotonic()
-        elif (new_branches(idle["processes"], now) >= branches
-              and time.monotonic() - stable_since >= quiet):
-            break
+        elif ready(now) and time.monotonic() - stable_since >= quiet:
+            return
+
+
+def settled_tree_memory(root: int, timeout: float = 5.0, quiet: float = 0.3) -> dict:
+    """The tree's memory once it has stopped changing for `quiet` seconds: after a run, the
+    spare that replaces the one it took is forked (a server's idle tree holds its whole pool)."""
+    _settle(root, timeout, quiet)
+    return tree_memory(root)
+
+
+def wait_for_branches(root: int, idle: dict, branches: int, timeout: float,
+                      quiet: float = 0.3) -> dict:
+    """Polls the tree until `branches` new branches hang below the `idle` tree's processes and
+    nothing has changed for `quiet` seconds (or `timeout` passes); its memory then, with
+    `branches_seen`."""
+    _settle(root, timeout, quiet, lambda now: new_branches(idle["processes"], now) >= branches)
     out = tree_memory(root)
     out["branches_seen"] = new_branches(idle["processes"], [p["pid"] for p in out["processes"]])
     return out

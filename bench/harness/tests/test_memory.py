@@ -35,6 +35,22 @@ class MemoryTest(unittest.TestCase):
             self.assertGreater(p["rss_kb"], 0)
         self.assertEqual(tree["total_rss_kb"], sum(p["rss_kb"] for p in tree["processes"]))
 
+    def test_settled_tree_waits_for_a_late_grandchild(self):
+        # A child that starts its grandchild 0.3 s in: an idle tree includes it.
+        child = subprocess.Popen([sys.executable, "-c",
+                                  "import subprocess, sys, time\n"
+                                  "time.sleep(0.3)\n"
+                                  "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+                                  "time.sleep(30)\n"], start_new_session=True)
+
+        def cleanup():
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        self.addCleanup(cleanup)
+        tree = memory.settled_tree_memory(os.getpid(), timeout=5, quiet=0.5)
+        grandchildren = [p for p in tree["processes"] if p["ppid"] == child.pid]
+        self.assertEqual(len(grandchildren), 1)
+
     def test_own_pss_is_at_most_rss(self):
         me = memory.process_memory(os.getpid())
         self.assertIsNotNone(me["pss_kb"])
