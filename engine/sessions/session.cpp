@@ -339,8 +339,10 @@ void Session::holder_gone(std::uint64_t holder_id) {
   if (step_waits) {
     pending_note_ += (pending_note_.empty() ? "" : " ") + std::string("the state of step ") + std::to_string(head) +
                      " was lost (its process ended as the step arrived; the memory limit can do that).";
-    running_->execution->fail("the session's process holding step " + std::to_string(head) +
-                              " ended before the step could start");
+    if (running_->execution) {
+      running_->execution->fail("the session's process holding step " + std::to_string(head) +
+                                " ended before the step could start");
+    }
     return;
   }
   std::string lost;
