@@ -1,9 +1,9 @@
 """Soak: many mixed runs through one server, sampling the resources of its process tree.
 
-The mix (hello, output, exception, timeout, cancel, dependency reuse) goes through one server with
-a few calls in flight. Every `sample_every` runs the harness lets the server go quiet (no call in
-flight, the process tree unchanged for a moment) and samples: server and zygote RSS, open fds,
-threads and processes of the whole tree. Quiet samples are comparable: whatever a run leaves
+The mix (hello, output, exception, timeout, cancel, dependency reuse, a step of one long-lived
+session) goes through one server with a few calls in flight. Every `sample_every` runs the
+harness lets the server go quiet (no call in flight, the process tree unchanged for a moment)
+and samples: server and zygote RSS, open fds, threads and processes of the whole tree. Quiet samples are comparable: whatever a run leaves
 behind shows up in them.
 
 The verdict compares the end with the warm-up (the samples of the first `warmup_fraction` of the
@@ -33,7 +33,7 @@ RSS_GROWTH_BOUND_KB = 16 * 1024      # server, and the zygotes together, each
 COUNT_GROWTH_BOUND = 0               # fds, threads, processes at quiet points
 
 # Share of each kind of run in the mix.
-MIX = [("hello", 0.55), ("output", 0.14), ("exception", 0.14), ("deps", 0.14),
+MIX = [("hello", 0.49), ("output", 0.14), ("exception", 0.14), ("deps", 0.14), ("step", 0.06),
        ("cancel", 0.02), ("timeout", 0.01)]
 
 OUTPUT_BYTES = 64 * 1024
@@ -41,6 +41,8 @@ HELLO = 'print("hello")\n'
 OUTPUT = f'import sys\nsys.stdout.write("x" * {OUTPUT_BYTES - 1} + "\\n")\n'
 EXCEPTION = 'raise ValueError("soak")\n'
 SLEEP = 'import time\ntime.sleep(60)\n'
+# A step of the soak's session: its value counts the steps the session has kept.
+STEP = "n = globals().get('n', 0) + 1\nn\n"
 DEPS = ('# /// script\n# dependencies = ["mpes-soak-leaf"]\n# ///\n'
         'import mpes_soak_leaf\nprint(mpes_soak_leaf.VERSION)\n')
 CALL_DEADLINE_S = 120.0
@@ -73,7 +75,9 @@ def choose_kinds(runs: int, seed: int) -> list[str]:
     return rng.choices(names, weights, k=runs)
 
 
-def arguments(kind: str) -> dict:
+def arguments(kind: str, session_id: Optional[str] = None) -> dict:
+    if kind == "step":
+        return {"script": STEP, "session_id": session_id}
     if kind == "hello":
         return {"script": HELLO}
     if kind == "output":
@@ -103,11 +107,20 @@ def check(kind: str, outcome: dict) -> Optional[str]:
         ok = code == 0 and out == "1.0\n"
     elif kind == "timeout":
         ok = sc.get("end_reason") == "timeout"
+    elif kind == "step":
+        kept = (sc.get("session") or {}).get("kept") is True
+        ok = code == 0 and kept and step_value(outcome) is not None
     else:  # cancel: answered before the cancellation went out; any ending is fine
         ok = True
     if ok:
         return None
     return f"{kind}: exit_code={code} end={sc.get('end_reason')} stdout={out[:120]!r} stderr={err[-300:]!r}"
+
+
+def step_value(outcome: dict) -> Optional[int]:
+    """The count a step of the soak's session returned, or None."""
+    repr_ = ((outcome.get("structured") or {}).get("return_value") or {}).get("repr", "")
+    return int(repr_) if isinstance(repr_, str) and repr_.isdigit() else None
 
 
 # ---- sampling --------------------------------------------------------------------------------
@@ -273,6 +286,13 @@ def soak(server_argv: list[str], runs: int, concurrency: int, sample_every: int,
 def _drive(server: McpServer, runs: int, concurrency: int, sample_every: int, seed: int,
            progress) -> SoakResult:
     kinds = choose_kinds(runs, seed)
+    # One session for the whole soak: its steps queue behind each other in the server, so each
+    # answer's count is the one before it plus one (a step lost or run twice shows).
+    created = tool_outcome(server.call_tool("create_session", {}, timeout=CALL_DEADLINE_S))
+    session_id = (created.get("structured") or {}).get("session_id")
+    if not session_id:
+        raise HarnessError(f"the soak's session could not be created: {created['text'][:300]}")
+    last_step = 0
     counts: dict[str, int] = {}
     t0 = time.monotonic()
     result = SoakResult(runs, 0.0, [], counts)
@@ -286,7 +306,7 @@ def _drive(server: McpServer, runs: int, concurrency: int, sample_every: int, se
             kind = kinds[submitted]
             submitted += 1
             rid = server.send_request("tools/call", {"name": "execute_python",
-                                                     "arguments": arguments(kind)})
+                                                     "arguments": arguments(kind, session_id)})
             now = time.monotonic()
             inflight[rid] = _InFlight(kind, now, now + CANCEL_AFTER_S if kind == "cancel" else None)
         try:
@@ -301,7 +321,13 @@ def _drive(server: McpServer, runs: int, concurrency: int, sample_every: int, se
                 continue
             done += 1
             counts[job.kind] = counts.get(job.kind, 0) + 1
-            why = check(job.kind, tool_outcome(resp))
+            outcome = tool_outcome(resp)
+            why = check(job.kind, outcome)
+            if not why and job.kind == "step":
+                value = step_value(outcome)
+                if value != last_step + 1:
+                    why = f"step: the session counted {value} after {last_step}"
+                last_step = value if value is not None else last_step
             if why and len(result.wrong) < 50:
                 result.wrong.append(why)
             elif why:

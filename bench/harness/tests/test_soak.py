@@ -1,7 +1,7 @@
 import unittest
 
-from harness.soak import (COUNT_GROWTH_BOUND, RSS_GROWTH_BOUND_KB, check, choose_kinds, verdict,
-                          write_wheel)
+from harness.soak import (COUNT_GROWTH_BOUND, RSS_GROWTH_BOUND_KB, check, choose_kinds, step_value,
+                          verdict, write_wheel)
 
 
 def sample(runs, rss=10_000, zrss=20_000, fds=80, threads=20, processes=15):
@@ -49,15 +49,24 @@ class CheckTest(unittest.TestCase):
         self.assertIsNone(check("exception", self.outcome(1, err="ValueError: soak")))
         self.assertIsNone(check("timeout", self.outcome(-9, end="timeout")))
         self.assertIsNone(check("deps", self.outcome(0, "1.0\n")))
+        step = self.outcome(0)
+        step["structured"].update({"session": {"kept": True}, "return_value": {"repr": "7"}})
+        self.assertIsNone(check("step", step))
+        self.assertEqual(step_value(step), 7)
 
     def test_wrong_answers_say_why(self):
         self.assertIn("hello", check("hello", self.outcome(0, "")))
         self.assertIn("end=exit", check("timeout", self.outcome(0)))
+        not_kept = self.outcome(0)
+        not_kept["structured"].update({"session": {"kept": False}, "return_value": {"repr": "7"}})
+        self.assertIn("step", check("step", not_kept))
+        self.assertIn("step", check("step", self.outcome(0)))  # no value
 
     def test_mix_is_deterministic_and_covers_every_kind(self):
         kinds = choose_kinds(3000, 20)
         self.assertEqual(kinds, choose_kinds(3000, 20))
-        self.assertEqual(set(kinds), {"hello", "output", "exception", "deps", "cancel", "timeout"})
+        self.assertEqual(set(kinds),
+                         {"hello", "output", "exception", "deps", "step", "cancel", "timeout"})
 
 
 class WheelTest(unittest.TestCase):
