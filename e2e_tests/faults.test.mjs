@@ -41,7 +41,8 @@ function fdKinds(pid) {
     } catch {
       continue;  // closed meanwhile
     }
-    const kind = target.startsWith('/sys/fs/cgroup/') ? 'cgroup' : target.replace(/:\[\d+\]$/, '').replace(/^anon_inode:\[(\w+)\]$/, 'anon_inode:$1');
+    const kind = target.startsWith('/sys/fs/cgroup/') ? 'cgroup'
+      : target.replace(/:\[\d+\]$/, '').replace(/^anon_inode:\[(\w+)\]$/, 'anon_inode:$1');
     kinds[kind] = (kinds[kind] ?? 0) + 1;
   }
   return kinds;

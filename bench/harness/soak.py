@@ -3,8 +3,8 @@
 The mix (hello, output, exception, timeout, cancel, dependency reuse, a step of one long-lived
 session) goes through one server with a few calls in flight. Every `sample_every` runs the
 harness lets the server go quiet (no call in flight, the process tree unchanged for a moment)
-and samples: server and zygote RSS, open fds, threads and processes of the whole tree. Quiet samples are comparable: whatever a run leaves
-behind shows up in them.
+and samples: server and zygote RSS, open fds, threads and processes of the whole tree. Quiet
+samples are comparable: whatever a run leaves behind shows up in them.
 
 The verdict compares the end with the warm-up (the samples of the first `warmup_fraction` of the
 runs): RSS may grow by at most a stated bound, fds, threads and processes not at all. Any wrong
@@ -327,7 +327,8 @@ def _drive(server: McpServer, runs: int, concurrency: int, sample_every: int, se
                 value = step_value(outcome)
                 if value != last_step + 1:
                     why = f"step: the session counted {value} after {last_step}"
-                last_step = value if value is not None else last_step
+                if value is not None:
+                    last_step = value
             if why and len(result.wrong) < 50:
                 result.wrong.append(why)
             elif why:

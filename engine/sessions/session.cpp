@@ -50,7 +50,6 @@ struct Session::Running {
   std::uint64_t number = 0;
   bool in_place = false;
   bool started = false;               // its process was forked (STARTED came)
-  std::uint64_t from = 0;             // the step whose state it started from
   bool head_lost = false;             // that state's process ended while the step ran
   std::shared_ptr<HolderLink> head;   // the state it started from
   std::shared_ptr<HolderLink> child;  // its own process (none in place)
@@ -109,7 +108,6 @@ void Session::run_step(StepParams params, StepDone done) {
   if (sandbox_->ended()) return fail_now("the session ended: " + sandbox_->end_reason());
   if (!head || !head->alive()) return fail_now("the session's state at step " + std::to_string(history_.head()) + " is gone");
   running->head = head;
-  running->from = history_.head();
   running->in_place = head->tasks() > 1;
   running->step_id = sandbox_->next_step_id();
   running->number = history_.next_step();
@@ -267,7 +265,7 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
     } else {
       note += (note.empty() ? "" : " ") + std::string("this step was not kept: ") + why +
               "; the session continues from step " + std::to_string(history_.head()) +
-              (history_.head() == running->from ? ", as it was before the step" : ", its latest kept state");
+              (history_.head() + 1 == running->number ? ", as it was before the step" : ", its latest kept state");
     }
     report.step = history_.head();
     report.snapshots = snapshots_on();
