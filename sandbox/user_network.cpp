@@ -90,13 +90,14 @@ std::vector<std::string> host_addresses() {
 std::optional<std::string> UserNetwork::find_pasta(const std::string& path) { return find_executable(path); }
 
 std::vector<std::string> pasta_argv(const std::string& pasta_program, const std::vector<std::string>& holder,
-                                    bool root) {
+                                    bool root, IpFamilies families) {
   std::vector<std::string> argv = {pasta_program, "--config-net", "--quiet", "--foreground",
                                    // No port forwarded either way, no gateway mapped to the host.
                                    "-t", "none", "-u", "none", "-T", "none", "-U", "none",
                                    "--no-map-gw",
                                    // Its interface has a name of our own (the runs' router's rules use it).
                                    "--ns-ifname", kUplinkName};
+  if (families == IpFamilies::ipv4_only) argv.push_back("--ipv4-only");
   // As root: keeps root until the tap device is open (it may be root's alone).
   if (root) argv.insert(argv.end(), {"--runas", "0:0"});
   argv.push_back("--");
@@ -105,13 +106,13 @@ std::vector<std::string> pasta_argv(const std::string& pasta_program, const std:
 }
 
 std::vector<std::string> user_network_argv(const std::string& pasta_program, const std::vector<std::string>& holder,
-                                           bool root) {
+                                           bool root, IpFamilies families) {
   std::vector<std::string> argv = {"unshare"};
   // Without root, a pid namespace needs a user namespace: one mapping the user to itself, so
   // that pasta runs as that user and makes (and owns) the network's user namespace below it.
   if (!root) argv.insert(argv.end(), {"--user", "--map-current-user"});
   argv.insert(argv.end(), {"--pid", "--fork", "--mount-proc", "--kill-child=SIGKILL", "--"});
-  const auto pasta = pasta_argv(pasta_program, holder, root);
+  const auto pasta = pasta_argv(pasta_program, holder, root, families);
   argv.insert(argv.end(), pasta.begin(), pasta.end());
   return argv;
 }
@@ -135,7 +136,7 @@ std::string UserNetwork::unavailable_reason() {
 }
 
 UserNetwork UserNetwork::start(const std::string& pasta_program, const std::string& agent_program,
-                               int ready_timeout_ms) {
+                               IpFamilies families, int ready_timeout_ms) {
   const bool root = ::geteuid() == 0;
   ProcessSpec spec;
   // The holder prints once pasta has configured the namespace, then only waits. Nothing of it
@@ -147,7 +148,7 @@ UserNetwork UserNetwork::start(const std::string& pasta_program, const std::stri
   // holder also gets a parent-death signal (setpriv) before it says it is ready.
   spec.argv = user_network_argv(pasta_program, {"setpriv", "--pdeathsig", "KILL", "--", "/bin/sh", "-c",
                                                 "echo mpes-ready; exec sleep 2147483647"},
-                                root);
+                                root, families);
   spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C"};
   spec.output = Output::merged;
   spec.die_with_parent = true;

@@ -404,7 +404,7 @@ InstallOutcome run_installer(const InstallerOptions& options, const InstallReque
                                                                            : sandbox::UserNetwork::unavailable_reason();
       if (unavailable.empty()) {
         try {
-          network.emplace(sandbox::UserNetwork::start(*pasta, options.network_agent_path));
+          network.emplace(sandbox::UserNetwork::start(*pasta, options.network_agent_path, sandbox::IpFamilies::both));
         } catch (const sandbox::SpawnError& e) {
           throw InstallerUnavailable(std::string("the installer's network could not be set up: ") + e.what());
         }

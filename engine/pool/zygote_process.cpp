@@ -226,8 +226,8 @@ void ZygoteProcess::start(std::function<void(State, const std::string&)> on_stat
       std::shared_ptr<sandbox::UserNetwork> network;
       std::string error, shared_because;
       try {
-        network = std::make_shared<sandbox::UserNetwork>(sandbox::UserNetwork::start(self->launch_.pasta_path,
-                                                                                          self->launch_.network_agent_path));
+        network = std::make_shared<sandbox::UserNetwork>(sandbox::UserNetwork::start(
+            self->launch_.pasta_path, self->launch_.network_agent_path, sandbox::IpFamilies::ipv4_only));
       } catch (const std::exception& e) {
         error = e.what();
       }

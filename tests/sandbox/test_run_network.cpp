@@ -165,7 +165,7 @@ TEST_CASE("linked runs each have an address and a default route, and reach neith
     WARN("skipped: needs pasta and nft (apt install passt nftables), and root or /dev/net/tun open to this user");
     return;
   }
-  auto network = sandbox::UserNetwork::start(*pasta, agent_path());
+  auto network = sandbox::UserNetwork::start(*pasta, agent_path(), sandbox::IpFamilies::ipv4_only);
   network.enable_run_routing();
   REQUIRE(network.routes_runs());
 

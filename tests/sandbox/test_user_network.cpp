@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <filesystem>
 #include <string>
@@ -37,7 +38,7 @@ long find_seq(const std::vector<std::string>& argv, const std::vector<std::strin
 }  // namespace
 
 TEST_CASE("pasta forwards no port either way and maps no gateway to the host", "[user_network]") {
-  const auto argv = sandbox::pasta_argv("/usr/bin/pasta", {"/bin/sh", "-c", "x"}, true);
+  const auto argv = sandbox::pasta_argv("/usr/bin/pasta", {"/bin/sh", "-c", "x"}, true, sandbox::IpFamilies::both);
   for (const char* flag : {"-t", "-u", "-T", "-U"}) CHECK(find_seq(argv, {flag, "none"}) >= 0);
   CHECK(find_seq(argv, {"--no-map-gw"}) >= 0);
   CHECK(find_seq(argv, {"--config-net"}) >= 0);
@@ -45,6 +46,16 @@ TEST_CASE("pasta forwards no port either way and maps no gateway to the host", "
   REQUIRE(dash >= 0);
   CHECK(std::vector<std::string>(argv.begin() + dash + 1, argv.end()) ==
         std::vector<std::string>{"/bin/sh", "-c", "x"});
+}
+
+TEST_CASE("pasta carries IPv6 only when asked to", "[user_network]") {
+  const std::vector<std::string> holder = {"/bin/sh", "-c", "x"};
+  const auto both = sandbox::pasta_argv("/usr/bin/pasta", holder, false, sandbox::IpFamilies::both);
+  const auto v4 = sandbox::pasta_argv("/usr/bin/pasta", holder, false, sandbox::IpFamilies::ipv4_only);
+  CHECK(find_seq(both, {"--ipv4-only"}) < 0);
+  const long flag = find_seq(v4, {"--ipv4-only"});
+  CHECK(flag >= 0);
+  CHECK(flag < find_seq(v4, {"--"}));  // pasta's option, not the holder's
 }
 
 TEST_CASE("a process in the user-mode network reaches neither the host loopback nor link-local",
@@ -65,7 +76,7 @@ TEST_CASE("a process in the user-mode network reaches neither the host loopback 
   REQUIRE(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   const std::string port = std::to_string(ntohs(addr.sin_port));
 
-  auto network = sandbox::UserNetwork::start(*pasta, agent_path());
+  auto network = sandbox::UserNetwork::start(*pasta, agent_path(), sandbox::IpFamilies::ipv4_only);
   sandbox::ProcessSpec spec;
   spec.argv = {"/usr/bin/python3", "-I", "-c",
                "import os, socket, sys\n"
@@ -87,6 +98,56 @@ TEST_CASE("a process in the user-mode network reaches neither the host loopback 
   CHECK(r.out.find("111") != std::string::npos);  // ECONNREFUSED: nothing listens there
 }
 
+namespace {
+
+// The IPv6 addresses of the uplink inside `network` that are not link-local (/proc/net/if_inet6:
+// address, index, prefix length, scope, flags, name).
+std::vector<std::string> uplink_ipv6(const sandbox::UserNetwork& network) {
+  sandbox::ProcessSpec spec;
+  spec.argv = {"/bin/cat", "/proc/net/if_inet6"};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.userns_fd = network.userns_fd();
+  spec.netns_fd = network.netns_fd();
+  spec.timeout_ms = 20000;
+  const auto r = sandbox::run_process(spec);
+  REQUIRE(r.ok());
+  std::vector<std::string> out;
+  std::istringstream lines(r.out);
+  std::string address, index, length, scope, flags, name;
+  while (lines >> address >> index >> length >> scope >> flags >> name) {
+    if (name == sandbox::kUplinkName && address.rfind("fe80", 0) != 0) out.push_back(address);
+  }
+  return out;
+}
+
+bool host_has_global_ipv6() {
+  for (const std::string& a : sandbox::host_addresses()) {
+    if (a.find(':') != std::string::npos && a != "::1" && a.rfind("fe80", 0) != 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("an IPv4-only user-mode network has no IPv6 address; one for both families has the host's",
+          "[user_network]") {
+  const auto pasta = sandbox::UserNetwork::find_pasta();
+  if (!pasta || !sandbox::UserNetwork::unavailable_reason().empty()) {
+    WARN("skipped: needs pasta (apt install passt), and root or /dev/net/tun open to this user");
+    return;
+  }
+  {
+    auto network = sandbox::UserNetwork::start(*pasta, agent_path(), sandbox::IpFamilies::ipv4_only);
+    CHECK(uplink_ipv6(network).empty());
+  }
+  if (!host_has_global_ipv6()) {
+    WARN("the case of both families skipped: this host has no IPv6 address pasta could copy");
+    return;
+  }
+  auto network = sandbox::UserNetwork::start(*pasta, agent_path(), sandbox::IpFamilies::both);
+  CHECK(!uplink_ipv6(network).empty());
+}
+
 TEST_CASE("pasta and its namespace holder die with the thread that started them", "[user_network]") {
   const auto pasta = sandbox::UserNetwork::find_pasta();
   if (!pasta || !sandbox::UserNetwork::unavailable_reason().empty()) {
@@ -98,7 +159,7 @@ TEST_CASE("pasta and its namespace holder die with the thread that started them"
   std::optional<sandbox::UserNetwork> network;
   std::vector<std::string> holders;  // the processes in the namespace, found while pasta lives
   std::thread([&] {
-    network.emplace(sandbox::UserNetwork::start(*pasta, agent_path()));
+    network.emplace(sandbox::UserNetwork::start(*pasta, agent_path(), sandbox::IpFamilies::ipv4_only));
     const std::string ns =
         std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(network->netns_fd())).string();
     for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
