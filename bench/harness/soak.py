@@ -169,7 +169,8 @@ def sample(server_pid: int, runs_done: int, t0: float) -> dict:
     """The tree's resources now."""
     pids = descendants(server_pid)
     out = {"runs": runs_done, "t": round(time.monotonic() - t0, 3), "processes": len(pids),
-           "server_rss_kb": 0, "server_fds": 0, "server_threads": 0, "zygotes": 0,
+           "server_rss_kb": 0, "server_anon_kb": 0, "server_file_kb": 0,
+           "server_fds": 0, "server_threads": 0, "zygotes": 0,
            "zygote_rss_kb": 0, "zygote_fds": 0, "tree_threads": 0, "tree_fds": 0}
     for pid in pids:
         status = _read(f"/proc/{pid}/status")
@@ -181,6 +182,10 @@ def sample(server_pid: int, runs_done: int, t0: float) -> dict:
         out["tree_fds"] += fds
         if pid == server_pid:
             out["server_rss_kb"] = _status_field(status, "VmRSS")
+            # Of it: its own memory (heap, stacks), and pages of files it maps (its libraries'
+            # code, shared with every process that maps them).
+            out["server_anon_kb"] = _status_field(status, "RssAnon")
+            out["server_file_kb"] = _status_field(status, "RssFile")
             out["server_fds"] = fds
             out["server_threads"] = threads
         elif _is_zygote(pid):
@@ -209,6 +214,8 @@ def quiet_sample(server_pid: int, runs_done: int, t0: float, timeout: float = 5.
 
 COUNTS = ("server_fds", "server_threads", "tree_fds", "tree_threads", "processes", "zygotes")
 SIZES = ("server_rss_kb", "zygote_rss_kb")
+# What the server's RSS is made of: shown with its growth, not judged (the RSS bound covers both).
+PARTS = ("server_anon_kb", "server_file_kb")
 
 
 def verdict(samples: list[dict], runs: int, warmup_fraction: float = 0.1) -> dict:
@@ -228,6 +235,9 @@ def verdict(samples: list[dict], runs: int, warmup_fraction: float = 0.1) -> dic
         if end - base > RSS_GROWTH_BOUND_KB:
             problems.append(f"{key} grew by {end - base} KiB (bound {RSS_GROWTH_BOUND_KB} KiB): "
                             f"{base} after warm-up, {end} at the end")
+    for key in PARTS:
+        if all(key in s for s in warm + tail):
+            growth[key] = min(s[key] for s in tail) - max(s[key] for s in warm)
     for key in COUNTS:
         base = max(s[key] for s in warm)
         end = min(s[key] for s in tail)
@@ -410,8 +420,9 @@ def markdown(result: SoakResult, v: dict, chart_note: Optional[str]) -> str:
              f"(bounds: RSS +{RSS_GROWTH_BOUND_KB // 1024} MiB after the warm-up of "
              f"{v.get('warmup_runs', '?')} runs; fds, threads, processes +{COUNT_GROWTH_BOUND})", "",
              "| quiet sample | start | end | growth after warm-up |", "|---|---|---|---|"]
-    for key in SIZES + COUNTS:
-        lines.append(f"| {key} | {first[key]} | {last[key]} | {v['growth'].get(key, '')} |")
+    for key in SIZES + PARTS + COUNTS:
+        if key in first and key in last:
+            lines.append(f"| {key} | {first[key]} | {last[key]} | {v['growth'].get(key, '')} |")
     lines.append("")
     for p in v["problems"]:
         lines.append(f"- growth: {p}")

@@ -1,7 +1,9 @@
 import unittest
 
-from harness.soak import (COUNT_GROWTH_BOUND, RSS_GROWTH_BOUND_KB, check, choose_kinds, step_value,
-                          verdict, write_wheel)
+import os
+
+from harness.soak import (COUNT_GROWTH_BOUND, RSS_GROWTH_BOUND_KB, check, choose_kinds, sample as take_sample,
+                          step_value, verdict, write_wheel)
 
 
 def sample(runs, rss=10_000, zrss=20_000, fds=80, threads=20, processes=15):
@@ -38,6 +40,19 @@ class VerdictTest(unittest.TestCase):
 
     def test_too_few_samples_is_no_verdict(self):
         self.assertFalse(verdict([sample(0)], 10)["ok"])
+
+    def test_the_servers_rss_is_split_into_its_own_memory_and_file_pages(self):
+        s = take_sample(os.getpid(), 0, 0.0)
+        self.assertGreater(s["server_anon_kb"], 0)
+        self.assertGreater(s["server_file_kb"], 0)
+        self.assertLessEqual(s["server_anon_kb"] + s["server_file_kb"], s["server_rss_kb"])
+        # Their growth is shown, not judged: file pages growing past the RSS bound alone still
+        # fail through the RSS, and growth of either part is reported.
+        samples = [dict(sample(r), server_anon_kb=4_000, server_file_kb=6_000) for r in range(0, 1001, 100)]
+        samples[-1] = dict(samples[-1], server_file_kb=6_500)
+        v = verdict(samples, 1000)
+        self.assertTrue(v["ok"], v["problems"])
+        self.assertEqual((v["growth"]["server_anon_kb"], v["growth"]["server_file_kb"]), (0, 500))
 
 
 class CheckTest(unittest.TestCase):
