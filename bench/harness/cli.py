@@ -21,7 +21,7 @@ from typing import Optional
 
 from harness import baselines as bl
 from harness import floor as fl
-from harness import http_runs, machine, memory, python_server, report, server_runs, session_runs
+from harness import cpu_use, http_runs, machine, memory, python_server, report, server_runs, session_runs
 from harness.client import HarnessError
 from harness.stats import summarize_ns
 from harness.workloads import HELLO, PANDAS, PANDAS_UNDECLARED, SEQUENTIAL, sleeper
@@ -480,10 +480,13 @@ def _measure_throughput(session: server_runs.Session, baselines: list[bl.Baselin
     """hello with `level` requests in flight: on the server's one connection, then as `level`
     processes at a time for each baseline, back to back."""
     out = results["throughput"][str(level)]
+    before = cpu_use.snapshot(session.server.proc.pid)
     r = server_runs.run_concurrent(session, HELLO, level, max(plan.throughput_requests, level),
                                    plan.budget_s)
+    r["cpu_per_call"] = cpu_use.per_call(before, cpu_use.snapshot(session.server.proc.pid), r["completed"])
     out["server"] = r
-    say(f"bench: server hello, {level} in flight: {_rps(r)}{_errors_text(r)}")
+    say(f"bench: server hello, {level} in flight: {_rps(r)}{_errors_text(r)}; "
+        f"{cpu_use.text(r['cpu_per_call'])}")
     if pysrv is not None:
         rp = server_runs.run_concurrent(pysrv.session, HELLO, level,
                                         max(plan.baseline_throughput_requests, level), plan.budget_s)

@@ -6,7 +6,7 @@ import json
 import os
 from typing import Optional
 
-from harness import session_runs
+from harness import cpu_use, session_runs
 
 MIB_KB = 1024  # smaps reports kB (KiB)
 
@@ -252,6 +252,11 @@ def _floor_section(results: dict) -> list[str]:
               for n, per in results.get("throughput", {}).items() if _get(per, "server", "runs_per_s")]
         lines.append(f"- At the hello floor's CPU per run, {_get(results, 'machine', 'cores')} cores allow "
                      f"{allowed:.0f} runs/s; the server: {', '.join(tp) or 'not measured'}.")
+    split = _get(results, "throughput", "4", "server", "cpu_per_call")
+    cpu = _get(results, "sequential", "hello", "systems", "floor", "cpu_ms_per_run")
+    if split:
+        budget = f" (70% of the floor's throughput allows {cpu / 0.7:.2f} ms)" if cpu else ""
+        lines.append(f"- With 4 in flight, {cpu_use.text(split)}{budget}.")
     lines.append(f"- Memory here, {page_touch_text(results.get('page_touch'))}.")
     srv_py = _get(results, "server", "run", "python_version")
     for fkey in ("hello", "pandas"):
