@@ -15,6 +15,7 @@
 #include <thread>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sandbox/process.h"
@@ -26,6 +27,17 @@ namespace {
 // The network agent, built beside the tests.
 std::string agent_path() {
   return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mcp-python-exec-sandbox-network").string();
+}
+
+// Runs `argv` inside `network` (its user namespace first, when the server is not root).
+sandbox::ProcessResult run_inside(const sandbox::UserNetwork& network, std::vector<std::string> argv) {
+  sandbox::ProcessSpec spec;
+  spec.argv = std::move(argv);
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.userns_fd = network.userns_fd();
+  spec.netns_fd = network.netns_fd();
+  spec.timeout_ms = 20000;
+  return sandbox::run_process(spec);
 }
 
 long find_seq(const std::vector<std::string>& argv, const std::vector<std::string>& items) {
@@ -77,20 +89,14 @@ TEST_CASE("a process in the user-mode network reaches neither the host loopback 
   const std::string port = std::to_string(ntohs(addr.sin_port));
 
   auto network = sandbox::UserNetwork::start(*pasta, agent_path(), sandbox::IpFamilies::ipv4_only);
-  sandbox::ProcessSpec spec;
-  spec.argv = {"/usr/bin/python3", "-I", "-c",
-               "import os, socket, sys\n"
-               "print(os.readlink('/proc/self/ns/net'))\n"
-               "for host, port in (('127.0.0.1', int(sys.argv[1])), ('169.254.169.254', 80)):\n"
-               "    try:\n"
-               "        socket.create_connection((host, port), timeout=3); print('reached')\n"
-               "    except OSError as e: print(e.errno)\n",
-               port};
-  spec.env = {"PATH=/usr/bin:/bin"};
-  spec.userns_fd = network.userns_fd();
-  spec.netns_fd = network.netns_fd();
-  spec.timeout_ms = 20000;
-  const auto r = sandbox::run_process(spec);
+  const auto r = run_inside(network, {"/usr/bin/python3", "-I", "-c",
+                                      "import os, socket, sys\n"
+                                      "print(os.readlink('/proc/self/ns/net'))\n"
+                                      "for host, port in (('127.0.0.1', int(sys.argv[1])), ('169.254.169.254', 80)):\n"
+                                      "    try:\n"
+                                      "        socket.create_connection((host, port), timeout=3); print('reached')\n"
+                                      "    except OSError as e: print(e.errno)\n",
+                                      port});
   REQUIRE(r.ok());
   const std::string own = std::filesystem::read_symlink("/proc/self/ns/net").string();
   CHECK(r.out.find(own) == std::string::npos);
@@ -103,13 +109,7 @@ namespace {
 // The IPv6 addresses of the uplink inside `network` that are not link-local (/proc/net/if_inet6:
 // address, index, prefix length, scope, flags, name).
 std::vector<std::string> uplink_ipv6(const sandbox::UserNetwork& network) {
-  sandbox::ProcessSpec spec;
-  spec.argv = {"/bin/cat", "/proc/net/if_inet6"};
-  spec.env = {"PATH=/usr/bin:/bin"};
-  spec.userns_fd = network.userns_fd();
-  spec.netns_fd = network.netns_fd();
-  spec.timeout_ms = 20000;
-  const auto r = sandbox::run_process(spec);
+  const auto r = run_inside(network, {"/bin/cat", "/proc/net/if_inet6"});
   REQUIRE(r.ok());
   std::vector<std::string> out;
   std::istringstream lines(r.out);
