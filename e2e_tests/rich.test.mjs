@@ -61,6 +61,31 @@ describe('rich results (native sandbox)', () => {
     assert.equal(noJson.sc.return_value.json, undefined);
   });
 
+  test('a one-line expression, and the simple values JSON gives directly', async () => {
+    // One line that is one expression is compiled as an expression; the same values come back
+    // as through a module whose last statement is that expression.
+    const cases = [
+      ['6 * 7', '42', 42], ['6 * 7\n', '42', 42], ['x = 6\nx * 7', '42', 42],
+      ['True', 'True', true], ['1 == 2', 'False', false], ['-3', '-3', -3],
+      ['10 ** 30', '1000000000000000000000000000000', 1e30],
+      ['(lambda: 5)()  # a comment', '5', 5], ["'é' * 2", "'éé'", 'éé'],
+    ];
+    for (const [script, repr, json] of cases) {
+      const { sc } = await run(conn.client, script);
+      assert.deepEqual(sc.return_value, { repr, json }, script);
+    }
+    // An int subclass goes through json as before; an int past the digit limit has no repr.
+    const flag = await run(conn.client, "__import__('enum').IntEnum('E', 'A').A");
+    assert.deepEqual(flag.sc.return_value, { repr: '<E.A: 1>', json: 1 });
+    const big = await run(conn.client, '10 ** 5000');
+    assert.equal(big.sc.return_value, undefined);
+    assert.match(big.text, /has no repr \(ValueError/);
+    // Not an expression on its one line: run as a module, its value none.
+    const stmt = await run(conn.client, 'import os');
+    assert.equal(stmt.sc.return_value, undefined);
+    assert.equal(stmt.sc.exit_code, 0);
+  });
+
   test('numpy and pandas values come back through their natural conversions', async () => {
     const { sc } = await run(conn.client, 'import numpy as np\nnp.arange(4) * 2\n');
     assert.equal(sc.return_value.repr, 'array([0, 2, 4, 6])');

@@ -576,6 +576,16 @@ def _mpes_compile(source, filename="script.py"):
     # it is compiled apart, so that its value can be returned (Jupyter's semantics). Both keep
     # the script's line numbers; top-level await makes either a coroutine.
     flags = _MPES_TOP_LEVEL_AWAIT
+    # One line that is one expression (`x + 1`, `df.head()`, `print('hello')`) is compiled once,
+    # as an expression, rather than parsed to a tree and compiled again from it. Only a line
+    # without `=` and `;` is tried: one that fails to compile as an expression fails before any
+    # string in it is parsed, so the warnings the compiler gives (an invalid escape, `is` with a
+    # literal) are given once, by whichever compile succeeds.
+    if b"\n" not in source.rstrip() and b"=" not in source and b";" not in source:
+        try:
+            return None, compile(source, filename, "eval", flags, dont_inherit=True)
+        except (SyntaxError, ValueError):
+            pass  # not an expression: compiled as a module below
     tree = compile(source, filename, "exec", flags | _MPES_ONLY_AST, dont_inherit=True)
     body = tree.body
     expr = None
@@ -709,6 +719,15 @@ def _mpes_send_value(value):
 def _mpes_json(value, limit):
     # The value as JSON after its natural conversion (numpy scalars and arrays, pandas objects;
     # only when the script imported them), or None.
+    kind = type(value)
+    if kind is int or kind is bool or kind is type(None):
+        # What json.dumps gives them, without its encoder (most values a step shows are these).
+        try:
+            data = (b"true" if value else b"false") if kind is bool else (
+                b"null" if value is None else str(value).encode())
+        except ValueError:  # an int past the interpreter's digit limit, which json refuses too
+            return None
+        return data if len(data) <= limit else None
     import sys
     np = sys.modules.get("numpy")
     pd = sys.modules.get("pandas")

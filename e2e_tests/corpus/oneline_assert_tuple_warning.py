@@ -1,0 +1,1 @@
+assert (1, "a tuple is always true")
