@@ -35,6 +35,7 @@ _MPES_STEP_PREFIX = None  # in a session: where its steps' sources are
 _MPES_ONLY_AST = 0x400
 _MPES_TOP_LEVEL_AWAIT = 0x2000
 _MPES_CO_COROUTINE = 0x80
+_MPES_NOT_ONE_EXPRESSION = None  # set in the zygote: see _mpes_compile
 
 
 def _mpes_standard_streams():
@@ -93,6 +94,10 @@ def _mpes_zygote_ready():
 
     # A run with a value serialises it: json is imported once here, not in every such run.
     import json  # noqa: F401
+    # What keeps a source from being tried as one expression (_mpes_compile); json imported re.
+    import re
+    global _MPES_NOT_ONE_EXPRESSION
+    _MPES_NOT_ONE_EXPRESSION = re.compile(rb"[\r\n=;:\\]|[0-9][A-Za-z_]")
     # The AST node classes a run needs, without importing ast.
     global _MPES_EXPR, _MPES_EXPRESSION
     _MPES_EXPR = type(compile("0", "<mpes>", "exec", _MPES_ONLY_AST).body[0])
@@ -577,11 +582,14 @@ def _mpes_compile(source, filename="script.py"):
     # the script's line numbers; top-level await makes either a coroutine.
     flags = _MPES_TOP_LEVEL_AWAIT
     # One line that is one expression (`x + 1`, `df.head()`, `print('hello')`) is compiled once,
-    # as an expression, rather than parsed to a tree and compiled again from it. Only a line
-    # without `=` and `;` is tried: one that fails to compile as an expression fails before any
-    # string in it is parsed, so the warnings the compiler gives (an invalid escape, `is` with a
-    # literal) are given once, by whichever compile succeeds.
-    if b"\n" not in source.rstrip() and b"=" not in source and b";" not in source:
+    # as an expression, rather than parsed to a tree and compiled again from it. Only a line that
+    # cannot make the compiler warn and then fail is tried, so that each warning (an invalid
+    # escape, `is` with a literal, `1if`) is given once, by whichever compile succeeds: no `=`,
+    # `;` or `:` (an assignment, two statements, an annotation: an expression first, then not
+    # one), no backslash (escapes), no digit followed by a letter (a literal run into a keyword).
+    # Those go the long way, as does everything when the pattern is not there (no zygote).
+    pattern = _MPES_NOT_ONE_EXPRESSION
+    if pattern is not None and pattern.search(source.rstrip()) is None:
         try:
             return None, compile(source, filename, "eval", flags, dont_inherit=True)
         except (SyntaxError, ValueError):
