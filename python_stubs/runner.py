@@ -727,14 +727,12 @@ def _mpes_send_value(value):
 def _mpes_json(value, limit):
     # The value as JSON after its natural conversion (numpy scalars and arrays, pandas objects;
     # only when the script imported them), or None.
-    kind = type(value)
-    if kind is int or kind is bool or kind is type(None):
-        # What json.dumps gives them, without its encoder (most values a step shows are these).
-        try:
-            data = (b"true" if value else b"false") if kind is bool else (
-                b"null" if value is None else str(value).encode())
-        except ValueError:  # an int past the interpreter's digit limit, which json refuses too
-            return None
+    # What json.dumps gives them, without its encoder (most values a step shows are these). The
+    # value's repr was made first, so an int here is within the interpreter's digit limit.
+    if value is None or type(value) is bool:
+        return b"null" if value is None else b"true" if value else b"false"
+    if type(value) is int:
+        data = str(value).encode()
         return data if len(data) <= limit else None
     import sys
     np = sys.modules.get("numpy")

@@ -228,20 +228,22 @@ def verdict(samples: list[dict], runs: int, warmup_fraction: float = 0.1) -> dic
     tail = samples[-max(1, len(samples) // 10):]
     growth: dict[str, int] = {}
     problems: list[str] = []
-    for key in SIZES:
-        base = max(s[key] for s in warm)
-        end = min(s[key] for s in tail)
+
+    def grow(key: str) -> tuple[int, int]:  # (after warm-up, at the end); growth recorded
+        base, end = max(s[key] for s in warm), min(s[key] for s in tail)
         growth[key] = end - base
+        return base, end
+
+    for key in SIZES:
+        base, end = grow(key)
         if end - base > RSS_GROWTH_BOUND_KB:
             problems.append(f"{key} grew by {end - base} KiB (bound {RSS_GROWTH_BOUND_KB} KiB): "
                             f"{base} after warm-up, {end} at the end")
     for key in PARTS:
         if all(key in s for s in warm + tail):
-            growth[key] = min(s[key] for s in tail) - max(s[key] for s in warm)
+            grow(key)
     for key in COUNTS:
-        base = max(s[key] for s in warm)
-        end = min(s[key] for s in tail)
-        growth[key] = end - base
+        base, end = grow(key)
         if end - base > COUNT_GROWTH_BOUND:
             problems.append(f"{key} grew from {base} after warm-up to {end} at the end")
     return {"ok": not problems, "problems": problems, "growth": growth,

@@ -29,6 +29,14 @@ std::string agent_path() {
   return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mcp-python-exec-sandbox-network").string();
 }
 
+// pasta, when this process can start a user-mode network; else nullopt, with a warning.
+std::optional<std::string> usable_pasta() {
+  auto pasta = sandbox::UserNetwork::find_pasta();
+  if (pasta && sandbox::UserNetwork::unavailable_reason().empty()) return pasta;
+  WARN("skipped: needs pasta (apt install passt), and root or /dev/net/tun open to this user");
+  return std::nullopt;
+}
+
 // Runs `argv` inside `network` (its user namespace first, when the server is not root).
 sandbox::ProcessResult run_inside(const sandbox::UserNetwork& network, std::vector<std::string> argv) {
   sandbox::ProcessSpec spec;
@@ -72,11 +80,8 @@ TEST_CASE("pasta carries IPv6 only when asked to", "[user_network]") {
 
 TEST_CASE("a process in the user-mode network reaches neither the host loopback nor link-local",
           "[user_network]") {
-  const auto pasta = sandbox::UserNetwork::find_pasta();
-  if (!pasta || !sandbox::UserNetwork::unavailable_reason().empty()) {
-    WARN("skipped: needs pasta (apt install passt), and root or /dev/net/tun open to this user");
-    return;
-  }
+  const auto pasta = usable_pasta();
+  if (!pasta) return;
   // A listener on the host's loopback.
   sandbox::UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in addr{};
@@ -131,11 +136,8 @@ bool host_has_global_ipv6() {
 
 TEST_CASE("an IPv4-only user-mode network has no IPv6 address; one for both families has the host's",
           "[user_network]") {
-  const auto pasta = sandbox::UserNetwork::find_pasta();
-  if (!pasta || !sandbox::UserNetwork::unavailable_reason().empty()) {
-    WARN("skipped: needs pasta (apt install passt), and root or /dev/net/tun open to this user");
-    return;
-  }
+  const auto pasta = usable_pasta();
+  if (!pasta) return;
   {
     auto network = sandbox::UserNetwork::start(*pasta, agent_path(), sandbox::IpFamilies::ipv4_only);
     CHECK(uplink_ipv6(network).empty());
@@ -149,11 +151,8 @@ TEST_CASE("an IPv4-only user-mode network has no IPv6 address; one for both fami
 }
 
 TEST_CASE("pasta and its namespace holder die with the thread that started them", "[user_network]") {
-  const auto pasta = sandbox::UserNetwork::find_pasta();
-  if (!pasta || !sandbox::UserNetwork::unavailable_reason().empty()) {
-    WARN("skipped: needs pasta (apt install passt), and root or /dev/net/tun open to this user");
-    return;
-  }
+  const auto pasta = usable_pasta();
+  if (!pasta) return;
   // Started on a thread that then ends (as the server's worker thread does when the server
   // dies), while the object lives on: pasta (under unshare) gets SIGKILL, and its holder with it.
   std::optional<sandbox::UserNetwork> network;
