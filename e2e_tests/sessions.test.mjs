@@ -245,6 +245,23 @@ len(df)
     assert.match(next.text, /has ended: its interpreter ended \(create_session makes a new one\)/);
   });
 
+  test('a step that kills the process of its previous state on its first line still ran, and is kept', async () => {
+    // The step's process may run before its holder has done anything after the fork (or after
+    // handing the step to a spare): the step started all the same, whenever the holder dies.
+    const id = await createSession(conn.client);
+    await step(conn.client, id, 'x = 0');
+    for (let i = 1; i <= 16; i++) {
+      if (i % 2 === 0) await sleep(30);  // the odd steps back to back, the even ones after a spare is ready
+      const r = await step(conn.client, id, `import os; os.kill(os.getppid(), 9)\nx = ${i}\nx`);
+      assert.equal(r.result.isError, false, r.text);
+      assert.equal(r.sc.return_value?.repr, String(i), r.text);
+      assert.equal(r.sc.session.kept, true, r.text);
+      assert.equal(r.sc.session.step, i + 1, r.text);
+    }
+    assert.equal(await valueOf(step(conn.client, id, 'x + 1')), '17');
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
   test('a long session\'s process keeps its stack and memory from step to step', async () => {
     const id = await createSession(conn.client);
     const probe = "{l.split(':')[0]: int(l.split()[1]) for l in open('/proc/self/status') "

@@ -82,6 +82,8 @@ class Holder {
   std::optional<Becoming> on_step(const StepMessage& step, std::vector<UniqueFd> fds);
   std::optional<Becoming> fork_spare();
   pid_t fork_child();  // with the interpreter's fork protocol; 0 in the child
+  // In a step's process (forked for it, or a spare given it): STEP_STARTED, with its pidfd.
+  static void report_started(std::uint64_t step_id);
   // A spare: copies its holder's pages, rehearses, then waits for its step (into `spare`).
   void await_step(Becoming& spare);
   HolderReadyMessage run_step(const StepMessage& step, std::vector<UniqueFd> fds, bool in_place);
@@ -114,7 +116,24 @@ void Holder::serve(HolderReadyMessage ready) {
     spare_pid_ = -1;
     (void)spare_link_.release();  // closed by run_step's fd arrangement
     (void)sigfd_.release();
+    report_started(next.step.step_id);
     ready = run_step(next.step, std::move(next.fds), false);
+  }
+}
+
+void Holder::report_started(std::uint64_t step_id) {
+  // From the step's own process, on its holder's control socket, before the step's first line:
+  // were the holder to report it after the fork, a step that kills the holder at once
+  // (os.kill(os.getppid(), 9)) could end it before the report, and the server would take a
+  // step that ran for one that never started.
+  const pid_t self = ::getpid();
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, self, 0)));
+  const StepStartedMessage started{step_id, self};
+  if (pidfd) {
+    const int attached[] = {pidfd.get()};
+    send_message(kHolderControlFd, started, attached);
+  } else {
+    send_message(kHolderControlFd, started);
   }
 }
 
@@ -228,15 +247,7 @@ std::optional<Becoming> Holder::on_step(const StepMessage& step, std::vector<Uni
     send_message(kHolderControlFd, StepExitedMessage{step.step_id, 125 << 8, 0, 0, 0});
     return std::nullopt;
   }
-  steps_[pid] = step.step_id;
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  StepStartedMessage started{step.step_id, pid};
-  if (pidfd) {
-    const int attached[] = {pidfd.get()};
-    send_message(kHolderControlFd, started, attached);
-  } else {
-    send_message(kHolderControlFd, started);
-  }
+  steps_[pid] = step.step_id;  // (its process reports its own start: report_started)
   return std::nullopt;
 }
 
@@ -261,7 +272,8 @@ std::optional<Becoming> Holder::fork_spare() {
 }
 
 void Holder::await_step(Becoming& spare) {
-  const int wanted[] = {-1, -1, -1, spare.link.get()};
+  // Its link, and its holder's control socket (its step's start is reported there).
+  const int wanted[] = {-1, -1, -1, spare.link.get(), kHolderControlFd};
   try {
     sandbox::arrange_fds(wanted);
   } catch (...) {
@@ -269,6 +281,7 @@ void Holder::await_step(Becoming& spare) {
   }
   (void)spare.link.release();
   ::fcntl(kSpareLinkFd, F_SETFD, FD_CLOEXEC);
+  ::fcntl(kHolderControlFd, F_SETFD, FD_CLOEXEC);
   const auto step_waiting = [] {
     pollfd link_fd{kSpareLinkFd, POLLIN, 0};
     return ::poll(&link_fd, 1, 0) != 0;

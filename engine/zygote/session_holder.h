@@ -5,6 +5,8 @@
 //
 //   STEP      the holder forks (or hands the step to a child forked ahead, a "spare": a holder
 //             that has been idle for 2 ms forks one, which rehearses a step); the child
+//             reports STEP_STARTED itself, on its holder's control socket, before the step's
+//             first line (a step may kill its holder at once: the step still started), then
 //             runs the step in the inherited interpreter and, when the step ends normally,
 //             reports HOLDER_READY on its own control socket and becomes the holder of the new
 //             state. The parent stays as it was: the previous state, frozen (a copy-on-write
