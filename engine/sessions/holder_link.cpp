@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -34,12 +35,13 @@ bool exited(int pidfd) {
 }  // namespace
 
 HolderLink::HolderLink(asio::io_context& io, std::uint64_t id, sandbox::UniqueFd socket)
-    : io_(io), id_(id), socket_(io), pidfd_(io) {
+    : io_(io), id_(id), socket_(io), pidfd_(io), spare_timer_(io) {
   ::fcntl(socket.get(), F_SETFL, O_NONBLOCK);
   socket_.assign(socket.release());
 }
 
 HolderLink::~HolderLink() {
+  drop_spare();
   if (pidfd_.is_open()) ::syscall(SYS_pidfd_send_signal, pidfd_.native_handle(), SIGKILL, nullptr, 0);
 }
 
@@ -95,7 +97,18 @@ void HolderLink::on_readable() {
       if (got.fds.size() == 1) pidfd = std::move(got.fds.front());
       if (events_.started) events_.started(*started, std::move(pidfd));
     } else if (const auto* exited = std::get_if<zygote::StepExitedMessage>(&got.message)) {
-      if (events_.exited) events_.exited(*exited);
+      zygote::StepExitedMessage e = *exited;
+      if (e.step_id == 0) {
+        // One of its spares: the step it took, if any (else it was never the server's concern).
+        if (spare_ && spare_->pid == e.pid) drop_spare();
+        const auto it = spare_steps_.find(e.pid);
+        if (it == spare_steps_.end()) continue;
+        e.step_id = it->second;
+        spare_steps_.erase(it);
+      }
+      if (events_.exited) events_.exited(e);
+    } else if (const auto* spare = std::get_if<zygote::HolderSpareMessage>(&got.message)) {
+      on_spare(*spare, std::move(got.fds));
     } else if (++bad_messages_ > kMaxBadMessages) {
       spdlog::warn("session process {}: too many unexpected messages; let go", id_);
       lose();
@@ -122,12 +135,75 @@ void HolderLink::watch_exit() {
 
 bool HolderLink::send_step(const zygote::StepMessage& step, std::span<const int> fds) {
   if (gone_ || !socket_.is_open()) return false;
+  if ((step.flags & zygote::kStepInPlace) != 0) {
+    ++in_place_steps_;
+    drop_spare();
+    spare_known();
+  }
   return zygote::send_message(socket_.native_handle(), step, fds) == 0;
 }
 
+std::optional<HolderLink::Taken> HolderLink::send_step_to_spare(const zygote::StepMessage& step,
+                                                                std::span<const int> fds) {
+  if (gone_ || !spare_ || (step.flags & zygote::kStepInPlace) != 0) return std::nullopt;
+  Spare spare = std::move(*spare_);
+  spare_.reset();
+  if (zygote::send_message(spare.link.get(), step, fds) != 0) {
+    ::syscall(SYS_pidfd_send_signal, spare.pidfd.get(), SIGKILL, nullptr, 0);
+    return std::nullopt;  // (dead, or not reading: the holder forks the step's process instead)
+  }
+  spare_steps_[spare.pid] = step.step_id;
+  return Taken{spare.pid, std::move(spare.pidfd)};
+}
+
+void HolderLink::on_spare(const zygote::HolderSpareMessage& spare, std::vector<sandbox::UniqueFd> fds) {
+  spare_known();
+  if (spare.pid == 0 && fds.empty()) return;  // the answer to PREPARE of a holder that cannot fork
+  if (fds.size() != 2 || spare.pid < 0) {
+    ++bad_messages_;
+    return;
+  }
+  Spare next{spare.pid, std::move(fds[0]), std::move(fds[1])};
+  // Forked before a step this process ran in place: it holds an older state.
+  if (spare.generation != in_place_steps_ || gone_) {
+    ::syscall(SYS_pidfd_send_signal, next.pidfd.get(), SIGKILL, nullptr, 0);
+    return;
+  }
+  drop_spare();  // (one at a time: the newer one is kept)
+  ::fcntl(next.link.get(), F_SETFL, O_NONBLOCK);
+  spare_ = std::move(next);
+}
+
+void HolderLink::drop_spare() {
+  if (!spare_) return;
+  ::syscall(SYS_pidfd_send_signal, spare_->pidfd.get(), SIGKILL, nullptr, 0);
+  spare_.reset();  // (its link closes: a spare that outlived the signal sees EOF and exits)
+}
+
 void HolderLink::prepare() {
-  if (gone_ || !socket_.is_open()) return;
-  zygote::send_message(socket_.native_handle(), zygote::PrepareMessage{});
+  if (gone_ || !socket_.is_open() || spare_ || spare_coming_) return;
+  spare_coming_ = zygote::send_message(socket_.native_handle(), zygote::PrepareMessage{}) == 0;
+}
+
+void HolderLink::when_spare_known(std::function<void()> then) {
+  if (!spare_coming_) {
+    asio::post(io_, std::move(then));
+    return;
+  }
+  spare_waiters_.push_back(std::move(then));
+  if (spare_waiters_.size() > 1) return;
+  std::weak_ptr<HolderLink> weak = weak_from_this();
+  spare_timer_.expires_after(kSpareWait);
+  spare_timer_.async_wait([weak](const std::error_code& ec) {
+    auto self = weak.lock();
+    if (!ec && self) self->spare_known();
+  });
+}
+
+void HolderLink::spare_known() {
+  spare_coming_ = false;
+  spare_timer_.cancel();
+  for (auto& then : std::exchange(spare_waiters_, {})) asio::post(io_, std::move(then));
 }
 
 void HolderLink::lose() {
@@ -144,6 +220,8 @@ void HolderLink::lose() {
 void HolderLink::release() {
   if (gone_) return;
   gone_ = true;
+  drop_spare();
+  spare_known();
   std::error_code ignored;
   socket_.close(ignored);  // the process sees EOF and exits
   if (pidfd_.is_open()) {

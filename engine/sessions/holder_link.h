@@ -2,14 +2,19 @@
 // its control socket, read on the io_context, and its pidfd, by which it is watched and killed.
 // Everything that arrives is untrusted (the process runs the session's code): it is decoded
 // with bounds, routed upward by the sandbox, and a process that floods the socket with invalid
-// messages or closes it is let go. Destroying the link kills the process.
+// messages or closes it is let go. Destroying the link kills the process. A holder's spare (a
+// child forked ahead, HOLDER_SPARE) is the link's too: a step not run in place goes to it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/event_loop.h"
 #include "engine/zygote/protocol.h"
@@ -38,9 +43,26 @@ class HolderLink : public std::enable_shared_from_this<HolderLink> {
   // A duplicate of the pidfd (invalid when unknown), for an Execution to kill a step with.
   sandbox::UniqueFd dup_pidfd();
 
-  // False when it cannot be sent (the process is gone, or not reading its socket).
+  // False when it cannot be sent (the process is gone, or not reading its socket). A step run in
+  // place changes the state this process holds: its spare, forked before, is let go.
   bool send_step(const zygote::StepMessage& step, std::span<const int> fds);
+  // A step (not in place) sent to this holder's spare: the spare is the step's process from now
+  // on; its pid and pidfd. Nullopt when there is no spare, or it cannot take the step.
+  struct Taken {
+    pid_t pid = 0;
+    sandbox::UniqueFd pidfd;
+  };
+  std::optional<Taken> send_step_to_spare(const zygote::StepMessage& step, std::span<const int> fds);
+  bool has_spare() const { return spare_.has_value(); }
+  // Lets its spare go (killed): once this process is no longer a head, a spare only costs memory.
+  void drop_spare();
+  // Asks for a spare, unless the link has one or one is on its way.
   void prepare();
+  bool spare_coming() const { return spare_coming_; }
+  // Calls `then` (posted) once the spare PREPARE asked for has arrived, or the holder said it
+  // has none, or kSpareWait passed, or the process is gone; at once (posted) if none is awaited.
+  void when_spare_known(std::function<void()> then);
+  static constexpr std::chrono::milliseconds kSpareWait{100};
   // Kills the process and stops listening. Idempotent.
   void release();
 
@@ -56,12 +78,27 @@ class HolderLink : public std::enable_shared_from_this<HolderLink> {
   void on_readable();
   void watch_exit();
   void lose();
+  void on_spare(const zygote::HolderSpareMessage& spare, std::vector<sandbox::UniqueFd> fds);
+
+  struct Spare {
+    pid_t pid = 0;
+    sandbox::UniqueFd link;
+    sandbox::UniqueFd pidfd;
+  };
 
   asio::io_context& io_;
   std::uint64_t id_;
   asio::posix::stream_descriptor socket_;
   asio::posix::stream_descriptor pidfd_;
   Events events_;
+  void spare_known();
+
+  std::optional<Spare> spare_;                   // not sent a step yet
+  bool spare_coming_ = false;                    // PREPARE sent, no answer yet
+  std::vector<std::function<void()>> spare_waiters_;
+  asio::steady_timer spare_timer_;
+  std::map<pid_t, std::uint64_t> spare_steps_;  // spares that took a step -> its id (until they die)
+  std::uint32_t in_place_steps_ = 0;            // sent so far (HolderSpareMessage::generation)
   std::uint32_t tasks_ = 1;
   bool ready_ = false;
   bool gone_ = false;

@@ -49,7 +49,8 @@ struct Session::Running {
   std::uint64_t step_id = 0;
   std::uint64_t number = 0;
   bool in_place = false;
-  bool started = false;               // its process was forked (STARTED came)
+  bool started = false;               // its process runs (STARTED came, or it went to a spare)
+  bool deferred = false;              // waiting for the head's spare, not started yet
   bool head_lost = false;             // that state's process ended while the step ran
   std::shared_ptr<HolderLink> head;   // the state it started from
   std::shared_ptr<HolderLink> child;  // its own process (none in place)
@@ -176,7 +177,11 @@ void Session::run_step(StepParams params, StepDone done) {
       if (exited) exited(e);
     };
     box->watch_step(running->step_id, running->in_place ? running->head->id() : 0, std::move(watch));
-    if (!running->head->send_step(step, step_fds)) {
+    // To the head's spare, forked ahead: it is the step's process (and started, as of now). Else
+    // to the head, which forks the step's process.
+    if (auto spare = running->head->send_step_to_spare(step, step_fds)) {
+      box->step_started(zygote::StepStartedMessage{step.step_id, spare->pid}, std::move(spare->pidfd));
+    } else if (!running->head->send_step(step, step_fds)) {
       box->unwatch_step(running->step_id);
       why = "the session's process holding step " + std::to_string(running->number - 1) + " does not answer";
       return false;
@@ -185,13 +190,30 @@ void Session::run_step(StepParams params, StepDone done) {
     if (running->in_place && callbacks.started) callbacks.started(0, running->head->dup_pidfd());
     return true;
   };
-  running->execution->start(std::move(launch), params.script,
-                            static_cast<std::uint32_t>(std::max(1, params.timeout_seconds)),
-                            params.files ? &*params.files : nullptr);
+  auto start = [running, launch = std::move(launch), script = std::move(params.script),
+                timeout = static_cast<std::uint32_t>(std::max(1, params.timeout_seconds)),
+                files = std::move(params.files)]() mutable {
+    running->deferred = false;
+    running->execution->start(std::move(launch), script, timeout, files ? &*files : nullptr);
+  };
+  if (running->in_place || !head->spare_coming()) return start();
+  // A spare the head was asked for (after a rewind, a fork, a failed step) is on its way: the
+  // step waits for it (a fork's time) rather than have the head fork a second process beside it.
+  running->deferred = true;
+  std::weak_ptr<Session> weak_session = weak_from_this();
+  head->when_spare_known([weak_session, running, start = std::move(start)]() mutable {
+    auto self = weak_session.lock();
+    if (self && self->running_ == running && running->deferred) start();  // (else stopped meanwhile)
+  });
 }
 
 void Session::cancel_step() {
-  if (running_ && running_->execution) running_->execution->cancel();
+  if (!running_ || !running_->execution) return;
+  if (running_->deferred) {
+    running_->execution->stop();  // not started: answered at once, as cancelled
+  } else {
+    running_->execution->cancel();
+  }
 }
 
 void Session::stop_step() {
@@ -233,6 +255,8 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
       history_.advance_in_place();
     } else {
       holders_[running->child->id()] = running->child;
+      // (A spare it forked as the step went to it instead is no use to a snapshot.)
+      running->head->drop_spare();
       retired = adopt(history_.advance(running->child->id(), keep_));
       if (running->head_lost) holder_gone(running->head->id());  // a snapshot now, not the head
     }

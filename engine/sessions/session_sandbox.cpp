@@ -112,7 +112,7 @@ void SessionSandbox::wire(const std::shared_ptr<HolderLink>& link) {
     if (self && l) self->on_ready(l, ready);
   };
   events.started = [weak](const zygote::StepStartedMessage& started, UniqueFd pidfd) {
-    if (auto self = weak.lock()) self->on_started(started, std::move(pidfd));
+    if (auto self = weak.lock()) self->step_started(started, std::move(pidfd));
   };
   events.exited = [weak](const zygote::StepExitedMessage& exited) {
     if (auto self = weak.lock()) self->on_exited(exited);
@@ -162,7 +162,7 @@ void SessionSandbox::on_ready(const std::shared_ptr<HolderLink>& link, const zyg
   if (it->second.watch.ready) it->second.watch.ready(ready);
 }
 
-void SessionSandbox::on_started(const zygote::StepStartedMessage& started, UniqueFd pidfd) {
+void SessionSandbox::step_started(const zygote::StepStartedMessage& started, UniqueFd pidfd) {
   const auto it = steps_.find(started.step_id);
   if (it == steps_.end() || it->second.in_place_holder != 0) return;
   if (const auto h = holders_.find(started.step_id); h != holders_.end()) {

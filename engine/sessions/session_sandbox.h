@@ -60,6 +60,9 @@ class SessionSandbox : public std::enable_shared_from_this<SessionSandbox> {
   // runs it itself (0 when the step has a process of its own).
   void watch_step(std::uint64_t step_id, std::uint64_t in_place_holder, StepWatch watch);
   void unwatch_step(std::uint64_t step_id);
+  // Step `started.step_id`'s process runs, and this is its pidfd: from STEP_STARTED, or from the
+  // server itself when it sent the step to a spare.
+  void step_started(const zygote::StepStartedMessage& started, sandbox::UniqueFd pidfd);
 
   // Told when a process holding a state is gone (by its link's id), and when the sandbox ends.
   void on_holder_gone(std::function<void(std::uint64_t holder_id)> callback) { holder_gone_ = std::move(callback); }
@@ -89,7 +92,6 @@ class SessionSandbox : public std::enable_shared_from_this<SessionSandbox> {
   };
   void wire(const std::shared_ptr<HolderLink>& link);
   void on_ready(const std::shared_ptr<HolderLink>& link, const zygote::HolderReadyMessage& ready);
-  void on_started(const zygote::StepStartedMessage& started, sandbox::UniqueFd pidfd);
   void on_exited(const zygote::StepExitedMessage& exited);
   void on_gone(std::uint64_t holder_id);
   void end(const std::string& why);

@@ -16,7 +16,7 @@ constexpr std::size_t kMaxStringBytes = 1024;
 enum class Type : std::uint32_t {
   ready = 1, run = 2, started = 3, exited = 4, refused = 5,
   step = 6, step_started = 7, step_exited = 8, holder_ready = 9, prepare = 10,
-  spare = 11, spare_linked = 12, taken = 13
+  spare = 11, spare_linked = 12, taken = 13, holder_spare = 14
 };
 
 class Writer {
@@ -123,6 +123,7 @@ std::vector<std::uint8_t> encode(const Message& message) {
     w.put(se->user_cpu_us);
     w.put(se->system_cpu_us);
     w.put(se->max_rss_kb);
+    w.put(se->pid);
   } else if (const auto* hr = std::get_if<HolderReadyMessage>(&message)) {
     header(w, Type::holder_ready);
     w.put(hr->step_id);
@@ -147,6 +148,10 @@ std::vector<std::uint8_t> encode(const Message& message) {
     header(w, Type::taken);
     w.put(tk->run_id);
     w.put(tk->pid);
+  } else if (const auto* hs = std::get_if<HolderSpareMessage>(&message)) {
+    header(w, Type::holder_spare);
+    w.put(hs->pid);
+    w.put(hs->generation);
   }
   return w.take();
 }
@@ -215,7 +220,7 @@ bool decode(std::span<const std::uint8_t> bytes, Message& out, std::string& erro
     case Type::step_exited: {
       StepExitedMessage m;
       ok = r.get(m.step_id) && r.get(m.wait_status) && r.get(m.user_cpu_us) && r.get(m.system_cpu_us) &&
-           r.get(m.max_rss_kb);
+           r.get(m.max_rss_kb) && r.get(m.pid);
       out = m;
       break;
     }
@@ -241,6 +246,12 @@ bool decode(std::span<const std::uint8_t> bytes, Message& out, std::string& erro
     case Type::taken: {
       TakenMessage m;
       ok = r.get(m.run_id) && r.get(m.pid);
+      out = m;
+      break;
+    }
+    case Type::holder_spare: {
+      HolderSpareMessage m;
+      ok = r.get(m.pid) && r.get(m.generation);
       out = m;
       break;
     }

@@ -24,10 +24,15 @@
 // process holding a session's state (a "holder"):
 //   server -> holder  STEP          + fds {script, stdout, stderr, result, [child control socket],
 //                                   [files request]}: run one step (in a child, or in place)
-//   holder -> server  STEP_STARTED  + fd {pidfd of the step's process}
-//   holder -> server  STEP_EXITED   the step's process died (wait status + rusage)
+//   holder -> server  STEP_STARTED  + fd {pidfd of the step's process} (sent by that process)
+//   holder -> server  STEP_EXITED   a child died (wait status + rusage): a step's process, or a
+//                                   spare (by its pid: the server knows which step it took)
 //   holder -> server  HOLDER_READY  this process now holds a state (after its step, or at start)
 //   server -> holder  PREPARE       fork the next step's process ahead (this holder is a head)
+//   holder -> server  HOLDER_SPARE  + fds {the spare's link, its pidfd}: a child forked ahead
+//                                   holding this state; the spare is the server's
+//   server -> spare   STEP          on the spare's link, as to its holder: the spare is the
+//                                   step's process (no STEP_STARTED: the server has its pidfd)
 //
 // Shared by the server (mpes_engine) and the zygote binary, so it uses neither asio nor spdlog.
 #pragma once
@@ -144,11 +149,20 @@ struct StepStartedMessage {
 };
 
 struct StepExitedMessage {
-  std::uint64_t step_id = 0;  // the step the dead process was started for
+  std::uint64_t step_id = 0;  // the step the dead process was started for (0: a spare, by pid)
   std::int32_t wait_status = 0;
   std::int64_t user_cpu_us = 0;
   std::int64_t system_cpu_us = 0;
   std::int64_t max_rss_kb = 0;
+  std::int32_t pid = 0;  // the dead process, in the session's pid namespace
+};
+
+// A spare a holder forked (its link and pidfd attached, in that order). `generation`: how many
+// steps the holder has run in place, which change its state: a spare forked before the last of
+// them holds an older state, and the server refuses it.
+struct HolderSpareMessage {
+  std::int32_t pid = 0;
+  std::uint32_t generation = 0;
 };
 
 struct HolderReadyMessage {
@@ -166,7 +180,8 @@ struct PrepareMessage {
 
 using Message = std::variant<ReadyMessage, RunMessage, StartedMessage, ExitedMessage, RefusedMessage,
                              StepMessage, StepStartedMessage, StepExitedMessage, HolderReadyMessage,
-                             PrepareMessage, SpareMessage, SpareLinkedMessage, TakenMessage>;
+                             PrepareMessage, SpareMessage, SpareLinkedMessage, TakenMessage,
+                             HolderSpareMessage>;
 
 std::vector<std::uint8_t> encode(const Message& message);
 // Rejects unknown types, truncated or oversized payloads and trailing bytes; `error` says which.

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "engine/zygote/children.h"
@@ -80,7 +81,7 @@ class Holder {
   void watch_children();
   std::optional<Becoming> handle_control();
   std::optional<Becoming> on_step(const StepMessage& step, std::vector<UniqueFd> fds);
-  std::optional<Becoming> fork_spare();
+  std::optional<Becoming> fork_spare();  // (sets spare_sent_ in the holder)
   pid_t fork_child();  // with the interpreter's fork protocol; 0 in the child
   // In a step's process (forked for it, or a spare given it): STEP_STARTED, with its pidfd.
   static void report_started(std::uint64_t step_id);
@@ -89,14 +90,15 @@ class Holder {
   HolderReadyMessage run_step(const StepMessage& step, std::vector<UniqueFd> fds, bool in_place);
   void kill_untracked_children();
   void reap();
-  bool tracked(pid_t pid) const { return steps_.count(pid) != 0 || pid == spare_pid_; }
+  bool tracked(pid_t pid) const { return steps_.count(pid) != 0 || spares_.count(pid) != 0; }
 
   const SessionRunner& r_;
   UniqueFd sigfd_;
-  std::map<pid_t, std::uint64_t> steps_;  // children started for a step -> its id
-  pid_t spare_pid_ = -1;
-  UniqueFd spare_link_;
+  std::map<pid_t, std::uint64_t> steps_;  // children forked for a step -> its id
+  std::set<pid_t> spares_;  // children forked ahead (handed to the server; some took a step since)
+  std::uint32_t generation_ = 0;  // steps run in place so far (HolderSpareMessage)
   bool spare_due_ = false;  // a spare is to be forked once this holder is idle
+  bool spare_sent_ = false;  // the last fork_spare() handed one to the server
 };
 
 void Holder::watch_children() {
@@ -110,20 +112,23 @@ void Holder::watch_children() {
 void Holder::serve(HolderReadyMessage ready) {
   for (;;) {
     Becoming next = hold(ready);
-    if (next.kind == Becoming::Kind::spare) await_step(next);
     // A child of the holder: none of the parent's bookkeeping is its own.
     steps_.clear();
-    spare_pid_ = -1;
-    (void)spare_link_.release();  // closed by run_step's fd arrangement
-    (void)sigfd_.release();
-    report_started(next.step.step_id);
+    spares_.clear();
+    generation_ = 0;
+    (void)sigfd_.release();  // closed by the fd arrangements below
+    if (next.kind == Becoming::Kind::spare) {
+      await_step(next);  // (the server knows a spare's pidfd: it took the step)
+    } else {
+      report_started(next.step.step_id);
+    }
     ready = run_step(next.step, std::move(next.fds), false);
   }
 }
 
 void Holder::report_started(std::uint64_t step_id) {
-  // From the step's own process, on its holder's control socket, before the step's first line:
-  // were the holder to report it after the fork, a step that kills the holder at once
+  // From a process forked for a step, on its holder's control socket, before the step's first
+  // line: were the holder to report it after the fork, a step that kills the holder at once
   // (os.kill(os.getppid(), 9)) could end it before the report, and the server would take a
   // step that ran for one that never started.
   const pid_t self = ::getpid();
@@ -150,7 +155,7 @@ Becoming Holder::hold(const HolderReadyMessage& ready) {
     r_.py->PyEval_RestoreThread(thread_state);
     if (n == 0 && spare_due_) {
       spare_due_ = false;
-      if (spare_pid_ < 0 && count_tasks() == 1) {
+      if (count_tasks() == 1) {
         if (auto spare = fork_spare()) return std::move(*spare);
       }
       continue;
@@ -189,7 +194,11 @@ std::optional<Becoming> Holder::handle_control() {
     if (const auto* step = std::get_if<StepMessage>(&got.message)) {
       next = on_step(*step, std::move(got.fds));
     } else if (std::holds_alternative<PrepareMessage>(got.message)) {
-      if (spare_pid_ < 0 && count_tasks() == 1) next = fork_spare();
+      // (Sent when the server holds no spare of this holder's, and awaits one: it is told when
+      // there is none.)
+      spare_sent_ = false;
+      if (count_tasks() == 1) next = fork_spare();
+      if (!next && !spare_sent_) send_message(kHolderControlFd, HolderSpareMessage{0, generation_});
     }
     if (next) return next;
   }
@@ -216,8 +225,7 @@ std::optional<Becoming> Holder::on_step(const StepMessage& step, std::vector<Uni
     return std::nullopt;
   }
   if ((step.flags & kStepInPlace) != 0) {
-    if (spare_pid_ > 0) ::kill(spare_pid_, SIGKILL);  // (reaped by reap())
-    spare_link_.reset();
+    ++generation_;  // the spares forked before hold an older state now
     const HolderReadyMessage ready = run_step(step, std::move(fds), true);
     watch_children();
     if (send_message(kHolderControlFd, ready) != 0) ::_exit(0);
@@ -225,23 +233,14 @@ std::optional<Becoming> Holder::on_step(const StepMessage& step, std::vector<Uni
     reap();
     return std::nullopt;
   }
-  pid_t pid = -1;
-  if (spare_pid_ > 0 && spare_link_) {
-    std::vector<int> raw;
-    for (const auto& fd : fds) raw.push_back(fd.get());
-    if (send_message(spare_link_.get(), step, raw) == 0) pid = spare_pid_;
-    spare_pid_ = -1;  // a step child now (or dead: reaped as an unknown child)
-    spare_link_.reset();
-  }
+  // (The server sends a step to this holder's spare itself when it has one.)
   spare_due_ = false;  // a snapshot now: the step's process is the head
-  if (pid < 0) {
-    pid = fork_child();
-    if (pid == 0) {
-      Becoming next;
-      next.step = step;
-      next.fds = std::move(fds);
-      return next;
-    }
+  const pid_t pid = fork_child();
+  if (pid == 0) {
+    Becoming next;
+    next.step = step;
+    next.fds = std::move(fds);
+    return next;
   }
   if (pid < 0) {
     send_message(kHolderControlFd, StepExitedMessage{step.step_id, 125 << 8, 0, 0, 0});
@@ -252,6 +251,7 @@ std::optional<Becoming> Holder::on_step(const StepMessage& step, std::vector<Uni
 }
 
 std::optional<Becoming> Holder::fork_spare() {
+  spare_sent_ = false;
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
   UniqueFd ours(sv[0]), theirs(sv[1]);
@@ -266,14 +266,20 @@ std::optional<Becoming> Holder::fork_spare() {
     return spare;
   }
   if (pid < 0) return std::nullopt;
-  spare_pid_ = pid;
-  spare_link_ = std::move(ours);
+  spares_.insert(pid);
+  // The spare is the server's: its link and pidfd go there, and this process keeps neither.
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  const int attached[] = {ours.get(), pidfd.get()};
+  if (!pidfd || send_message(kHolderControlFd, HolderSpareMessage{pid, generation_}, attached) != 0) {
+    ::kill(pid, SIGKILL);  // (reaped by reap())
+    return std::nullopt;
+  }
+  spare_sent_ = true;
   return std::nullopt;
 }
 
 void Holder::await_step(Becoming& spare) {
-  // Its link, and its holder's control socket (its step's start is reported there).
-  const int wanted[] = {-1, -1, -1, spare.link.get(), kHolderControlFd};
+  const int wanted[] = {-1, -1, -1, spare.link.get()};
   try {
     sandbox::arrange_fds(wanted);
   } catch (...) {
@@ -281,7 +287,6 @@ void Holder::await_step(Becoming& spare) {
   }
   (void)spare.link.release();
   ::fcntl(kSpareLinkFd, F_SETFD, FD_CLOEXEC);
-  ::fcntl(kHolderControlFd, F_SETFD, FD_CLOEXEC);
   const auto step_waiting = [] {
     pollfd link_fd{kSpareLinkFd, POLLIN, 0};
     return ::poll(&link_fd, 1, 0) != 0;
@@ -299,7 +304,7 @@ void Holder::await_step(Becoming& spare) {
   const auto* step = std::get_if<StepMessage>(&got.message);
   if (got.status != Received::Status::message || step == nullptr ||
       got.fds.size() != StepMessage::fd_count(step->flags) || (step->flags & kStepInPlace) != 0) {
-    ::_exit(0);  // the holder let go of its spare
+    ::_exit(0);  // the server let go of the spare
   }
   spare.step = *step;
   spare.fds = std::move(got.fds);
@@ -400,20 +405,19 @@ void Holder::reap() {
     if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
     const pid_t pid = info.si_pid;
     const auto it = steps_.find(pid);
+    const bool spare = spares_.count(pid) != 0;
     // What the step started dies with it (the group a step's process made for itself).
-    if (it != steps_.end()) ::kill(-pid, SIGKILL);
+    if (it != steps_.end() || spare) ::kill(-pid, SIGKILL);
     int status = 0;
     rusage usage{};
     if (::wait4(pid, &status, 0, &usage) != pid) return;
-    if (it != steps_.end()) {
+    if (it != steps_.end() || spare) {
+      // A spare's step is the server's to know (it sent it one, or not): named by its pid.
       send_message(kHolderControlFd,
-                   StepExitedMessage{it->second, status, micros(usage.ru_utime), micros(usage.ru_stime),
-                                     usage.ru_maxrss});
-      steps_.erase(it);
-    }
-    if (pid == spare_pid_) {
-      spare_pid_ = -1;
-      spare_link_.reset();
+                   StepExitedMessage{it != steps_.end() ? it->second : 0, status, micros(usage.ru_utime),
+                                     micros(usage.ru_stime), usage.ru_maxrss, pid});
+      if (it != steps_.end()) steps_.erase(it);
+      spares_.erase(pid);
     }
   }
 }

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -13,7 +14,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "engine/sessions/holder_link.h"
 #include "sandbox/unique_fd.h"
@@ -92,4 +96,153 @@ TEST_CASE("a holder link is not lost on a wake-up of its pidfd that is not its p
   for (int i = 0; i < 100 && !gone; ++i) io.run_for(std::chrono::milliseconds(20));
   CHECK(gone);
   CHECK_FALSE(link->alive());
+}
+
+namespace {
+
+// A holder's end of a link, as the zygote's holder process would speak on it.
+struct FakeHolder {
+  UniqueFd end;
+  void send(const engine::zygote::Message& message, std::span<const int> fds = {}) {
+    REQUIRE(engine::zygote::send_message(end.get(), message, fds) == 0);
+  }
+  // The next message, waiting at most `ms`; nullopt when none came.
+  std::optional<engine::zygote::Received> receive(int fd, int ms = 1000) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) != 1) return std::nullopt;
+    return engine::zygote::receive_message(fd);
+  }
+};
+
+void run_until(asio::io_context& io, const std::function<bool()>& done) {
+  io.restart();
+  for (int i = 0; i < 100 && !done(); ++i) io.run_for(std::chrono::milliseconds(10));
+}
+
+}  // namespace
+
+TEST_CASE("a holder's spare takes the next step straight from the server", "[sessions]") {
+  namespace z = engine::zygote;
+  asio::io_context io;
+  auto [server_end, holder_end] = socket_pair();
+  FakeHolder holder{std::move(holder_end)};
+  auto link = std::make_shared<engine::HolderLink>(io, 3, std::move(server_end));
+  std::vector<z::StepExitedMessage> exited;
+  engine::HolderLink::Events events;
+  events.exited = [&exited](const z::StepExitedMessage& e) { exited.push_back(e); };
+  link->start(std::move(events));
+
+  Sleeper spare;
+  auto [spare_link_server, spare_link_spare] = socket_pair();
+  SECTION("a step goes to it, and its death is reported as that step's") {
+    const int fds[] = {spare_link_server.get(), spare.pidfd.get()};
+    holder.send(z::HolderSpareMessage{spare.pid, 0}, fds);
+    spare_link_server.reset();
+    run_until(io, [&] { return link->has_spare(); });
+    REQUIRE(link->has_spare());
+
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    UniqueFd a(p[0]), b(p[1]);
+    const int step_fds[] = {a.get(), b.get(), a.get(), b.get(), a.get()};
+    auto taken = link->send_step_to_spare(z::StepMessage{42, 5, 0, 0}, step_fds);
+    REQUIRE(taken);
+    CHECK(taken->pid == spare.pid);
+    CHECK(taken->pidfd);
+    CHECK_FALSE(link->has_spare());
+    auto got = holder.receive(spare_link_spare.get());
+    REQUIRE(got);
+    REQUIRE(got->status == z::Received::Status::message);
+    CHECK(std::get<z::StepMessage>(got->message).step_id == 42);
+    CHECK(got->fds.size() == 5);
+    // The holder hears of nothing: its spare is the server's.
+    CHECK_FALSE(holder.receive(holder.end.get(), 50));
+
+    // Its parent reports the spare's death by pid: it is step 42's process that died.
+    holder.send(z::StepExitedMessage{0, SIGKILL, 1, 2, 3, spare.pid});
+    run_until(io, [&] { return !exited.empty(); });
+    REQUIRE(exited.size() == 1);
+    CHECK(exited[0].step_id == 42);
+    CHECK(exited[0].wait_status == SIGKILL);
+    // A spare that never took a step is nobody's step.
+    holder.send(z::StepExitedMessage{0, SIGKILL, 0, 0, 0, spare.pid + 1000});
+    run_until(io, [] { return false; });
+    CHECK(exited.size() == 1);
+  }
+  SECTION("a spare forked before a step run in place is refused, and killed") {
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    UniqueFd a(p[0]), b(p[1]);
+    const int step_fds[] = {a.get(), b.get(), a.get(), b.get()};
+    REQUIRE(link->send_step(z::StepMessage{7, 1, 0, z::kStepInPlace}, step_fds));
+    const int fds[] = {spare_link_server.get(), spare.pidfd.get()};
+    holder.send(z::HolderSpareMessage{spare.pid, 0}, fds);  // generation 0: before that step
+    run_until(io, [&] { return !spare.alive(); });
+    CHECK_FALSE(spare.alive());
+    CHECK_FALSE(link->has_spare());
+  }
+  SECTION("a spare let go of is killed") {
+    const int fds[] = {spare_link_server.get(), spare.pidfd.get()};
+    holder.send(z::HolderSpareMessage{spare.pid, 0}, fds);
+    run_until(io, [&] { return link->has_spare(); });
+    REQUIRE(link->has_spare());
+    link->drop_spare();
+    CHECK_FALSE(link->has_spare());
+    run_until(io, [&] { return !spare.alive(); });
+    CHECK_FALSE(spare.alive());
+  }
+}
+
+TEST_CASE("a step waits for the spare PREPARE asked for, and only while one is coming", "[sessions]") {
+  namespace z = engine::zygote;
+  asio::io_context io;
+  auto [server_end, holder_end] = socket_pair();
+  FakeHolder holder{std::move(holder_end)};
+  auto link = std::make_shared<engine::HolderLink>(io, 3, std::move(server_end));
+  link->start({});
+  int called = 0;
+
+  // Nothing asked for: at once.
+  link->when_spare_known([&] { ++called; });
+  run_until(io, [&] { return called == 1; });
+  CHECK(called == 1);
+
+  link->prepare();
+  link->prepare();  // (one PREPARE while one is coming)
+  auto got = holder.receive(holder.end.get());
+  REQUIRE(got);
+  CHECK(std::holds_alternative<z::PrepareMessage>(got->message));
+  CHECK_FALSE(holder.receive(holder.end.get(), 50));
+  REQUIRE(link->spare_coming());
+
+  SECTION("until it arrives") {
+    link->when_spare_known([&] { ++called; });
+    io.restart();
+    io.run_for(std::chrono::milliseconds(30));  // (less than kSpareWait)
+    CHECK(called == 1);
+    Sleeper spare;
+    auto [spare_link_server, spare_link_spare] = socket_pair();
+    const int fds[] = {spare_link_server.get(), spare.pidfd.get()};
+    holder.send(z::HolderSpareMessage{spare.pid, 0}, fds);
+    run_until(io, [&] { return called == 2; });
+    CHECK(called == 2);
+    CHECK(link->has_spare());
+    link->prepare();  // it has one: nothing asked
+    CHECK_FALSE(holder.receive(holder.end.get(), 50));
+  }
+  SECTION("until the holder says it has none") {
+    link->when_spare_known([&] { ++called; });
+    holder.send(z::HolderSpareMessage{0, 0});
+    run_until(io, [&] { return called == 2; });
+    CHECK(called == 2);
+    CHECK_FALSE(link->has_spare());
+    CHECK_FALSE(link->spare_coming());
+  }
+  SECTION("at most kSpareWait when the holder never answers") {
+    const auto asked = std::chrono::steady_clock::now();
+    link->when_spare_known([&] { ++called; });
+    run_until(io, [&] { return called == 2; });
+    CHECK(called == 2);
+    CHECK(std::chrono::steady_clock::now() - asked >= engine::HolderLink::kSpareWait);
+  }
 }

@@ -100,12 +100,18 @@ TEST_CASE("every message type survives encode/decode", "[zygote-protocol]") {
     CHECK(out.pid == 12);
   }
   SECTION("step exited") {
-    const auto out = std::get<z::StepExitedMessage>(roundtrip(z::StepExitedMessage{6, 9, 100, 200, 300}));
+    const auto out = std::get<z::StepExitedMessage>(roundtrip(z::StepExitedMessage{6, 9, 100, 200, 300, 41}));
     CHECK(out.step_id == 6);
     CHECK(out.wait_status == 9);
     CHECK(out.user_cpu_us == 100);
     CHECK(out.system_cpu_us == 200);
     CHECK(out.max_rss_kb == 300);
+    CHECK(out.pid == 41);
+  }
+  SECTION("holder spare") {
+    const auto out = std::get<z::HolderSpareMessage>(roundtrip(z::HolderSpareMessage{33, 2}));
+    CHECK(out.pid == 33);
+    CHECK(out.generation == 2);
   }
   SECTION("holder ready") {
     const auto out = std::get<z::HolderReadyMessage>(roundtrip(z::HolderReadyMessage{7, -2, 3, 1, 2, 4}));
