@@ -119,14 +119,29 @@ void run_until(asio::io_context& io, const std::function<bool()>& done) {
   for (int i = 0; i < 100 && !done(); ++i) io.run_for(std::chrono::milliseconds(10));
 }
 
+// A link to a fake holder, on a loop of its own.
+struct Linked {
+  asio::io_context io;
+  FakeHolder holder;
+  std::shared_ptr<engine::HolderLink> link;
+  Linked() {
+    auto [server_end, holder_end] = socket_pair();
+    holder.end = std::move(holder_end);
+    link = std::make_shared<engine::HolderLink>(io, 3, std::move(server_end));
+  }
+  // The holder hands `spare` to the server (its link's server end, and its pidfd).
+  void hand_spare(const Sleeper& spare, const UniqueFd& spare_link, std::uint32_t generation = 0) {
+    const int fds[] = {spare_link.get(), spare.pidfd.get()};
+    holder.send(engine::zygote::HolderSpareMessage{spare.pid, generation}, fds);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a holder's spare takes the next step straight from the server", "[sessions]") {
   namespace z = engine::zygote;
-  asio::io_context io;
-  auto [server_end, holder_end] = socket_pair();
-  FakeHolder holder{std::move(holder_end)};
-  auto link = std::make_shared<engine::HolderLink>(io, 3, std::move(server_end));
+  Linked l;
+  auto& [io, holder, link] = l;
   std::vector<z::StepExitedMessage> exited;
   engine::HolderLink::Events events;
   events.exited = [&exited](const z::StepExitedMessage& e) { exited.push_back(e); };
@@ -135,8 +150,7 @@ TEST_CASE("a holder's spare takes the next step straight from the server", "[ses
   Sleeper spare;
   auto [spare_link_server, spare_link_spare] = socket_pair();
   SECTION("a step goes to it, and its death is reported as that step's") {
-    const int fds[] = {spare_link_server.get(), spare.pidfd.get()};
-    holder.send(z::HolderSpareMessage{spare.pid, 0}, fds);
+    l.hand_spare(spare, spare_link_server);
     spare_link_server.reset();
     run_until(io, [&] { return link->has_spare(); });
     REQUIRE(link->has_spare());
@@ -175,15 +189,13 @@ TEST_CASE("a holder's spare takes the next step straight from the server", "[ses
     UniqueFd a(p[0]), b(p[1]);
     const int step_fds[] = {a.get(), b.get(), a.get(), b.get()};
     REQUIRE(link->send_step(z::StepMessage{7, 1, 0, z::kStepInPlace}, step_fds));
-    const int fds[] = {spare_link_server.get(), spare.pidfd.get()};
-    holder.send(z::HolderSpareMessage{spare.pid, 0}, fds);  // generation 0: before that step
+    l.hand_spare(spare, spare_link_server, 0);  // generation 0: before that step
     run_until(io, [&] { return !spare.alive(); });
     CHECK_FALSE(spare.alive());
     CHECK_FALSE(link->has_spare());
   }
   SECTION("a spare let go of is killed") {
-    const int fds[] = {spare_link_server.get(), spare.pidfd.get()};
-    holder.send(z::HolderSpareMessage{spare.pid, 0}, fds);
+    l.hand_spare(spare, spare_link_server);
     run_until(io, [&] { return link->has_spare(); });
     REQUIRE(link->has_spare());
     link->drop_spare();
@@ -195,10 +207,8 @@ TEST_CASE("a holder's spare takes the next step straight from the server", "[ses
 
 TEST_CASE("a step waits for the spare PREPARE asked for, and only while one is coming", "[sessions]") {
   namespace z = engine::zygote;
-  asio::io_context io;
-  auto [server_end, holder_end] = socket_pair();
-  FakeHolder holder{std::move(holder_end)};
-  auto link = std::make_shared<engine::HolderLink>(io, 3, std::move(server_end));
+  Linked l;
+  auto& [io, holder, link] = l;
   link->start({});
   int called = 0;
 
@@ -222,8 +232,7 @@ TEST_CASE("a step waits for the spare PREPARE asked for, and only while one is c
     CHECK(called == 1);
     Sleeper spare;
     auto [spare_link_server, spare_link_spare] = socket_pair();
-    const int fds[] = {spare_link_server.get(), spare.pidfd.get()};
-    holder.send(z::HolderSpareMessage{spare.pid, 0}, fds);
+    l.hand_spare(spare, spare_link_server);
     run_until(io, [&] { return called == 2; });
     CHECK(called == 2);
     CHECK(link->has_spare());
