@@ -79,6 +79,7 @@ class HolderLink : public std::enable_shared_from_this<HolderLink> {
   void watch_exit();
   void lose();
   void on_spare(const zygote::HolderSpareMessage& spare, std::vector<sandbox::UniqueFd> fds);
+  void spare_known();  // the awaited spare came, or will not: the waiters go on
 
   struct Spare {
     pid_t pid = 0;
@@ -91,8 +92,6 @@ class HolderLink : public std::enable_shared_from_this<HolderLink> {
   asio::posix::stream_descriptor socket_;
   asio::posix::stream_descriptor pidfd_;
   Events events_;
-  void spare_known();
-
   std::optional<Spare> spare_;                   // not sent a step yet
   bool spare_coming_ = false;                    // PREPARE sent, no answer yet
   std::vector<std::function<void()>> spare_waiters_;

@@ -81,9 +81,10 @@ class Holder {
   void watch_children();
   std::optional<Becoming> handle_control();
   std::optional<Becoming> on_step(const StepMessage& step, std::vector<UniqueFd> fds);
-  std::optional<Becoming> fork_spare();  // (sets spare_sent_ in the holder)
+  // Forks a spare and hands it to the server; tells the server there is none when it cannot.
+  std::optional<Becoming> fork_spare();
   pid_t fork_child();  // with the interpreter's fork protocol; 0 in the child
-  // In a step's process (forked for it, or a spare given it): STEP_STARTED, with its pidfd.
+  // In a process forked for a step: STEP_STARTED, with its pidfd.
   static void report_started(std::uint64_t step_id);
   // A spare: copies its holder's pages, rehearses, then waits for its step (into `spare`).
   void await_step(Becoming& spare);
@@ -98,7 +99,6 @@ class Holder {
   std::set<pid_t> spares_;  // children forked ahead (handed to the server; some took a step since)
   std::uint32_t generation_ = 0;  // steps run in place so far (HolderSpareMessage)
   bool spare_due_ = false;  // a spare is to be forked once this holder is idle
-  bool spare_sent_ = false;  // the last fork_spare() handed one to the server
 };
 
 void Holder::watch_children() {
@@ -196,9 +196,11 @@ std::optional<Becoming> Holder::handle_control() {
     } else if (std::holds_alternative<PrepareMessage>(got.message)) {
       // (Sent when the server holds no spare of this holder's, and awaits one: it is told when
       // there is none.)
-      spare_sent_ = false;
-      if (count_tasks() == 1) next = fork_spare();
-      if (!next && !spare_sent_) send_message(kHolderControlFd, HolderSpareMessage{0, generation_});
+      if (count_tasks() == 1) {
+        next = fork_spare();
+      } else {
+        send_message(kHolderControlFd, HolderSpareMessage{0, generation_});
+      }
     }
     if (next) return next;
   }
@@ -251,9 +253,12 @@ std::optional<Becoming> Holder::on_step(const StepMessage& step, std::vector<Uni
 }
 
 std::optional<Becoming> Holder::fork_spare() {
-  spare_sent_ = false;
+  const HolderSpareMessage none{0, generation_};
   int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    send_message(kHolderControlFd, none);
+    return std::nullopt;
+  }
   UniqueFd ours(sv[0]), theirs(sv[1]);
   std::vector<PageRange> written = pages_written_here(kWarmBytes);
   const pid_t pid = fork_child();
@@ -265,16 +270,18 @@ std::optional<Becoming> Holder::fork_spare() {
     spare.written = std::move(written);
     return spare;
   }
-  if (pid < 0) return std::nullopt;
+  if (pid < 0) {
+    send_message(kHolderControlFd, none);
+    return std::nullopt;
+  }
   spares_.insert(pid);
   // The spare is the server's: its link and pidfd go there, and this process keeps neither.
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   const int attached[] = {ours.get(), pidfd.get()};
   if (!pidfd || send_message(kHolderControlFd, HolderSpareMessage{pid, generation_}, attached) != 0) {
     ::kill(pid, SIGKILL);  // (reaped by reap())
-    return std::nullopt;
+    send_message(kHolderControlFd, none);
   }
-  spare_sent_ = true;
   return std::nullopt;
 }
 
@@ -405,13 +412,13 @@ void Holder::reap() {
     if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
     const pid_t pid = info.si_pid;
     const auto it = steps_.find(pid);
-    const bool spare = spares_.count(pid) != 0;
+    const bool ours = tracked(pid);
     // What the step started dies with it (the group a step's process made for itself).
-    if (it != steps_.end() || spare) ::kill(-pid, SIGKILL);
+    if (ours) ::kill(-pid, SIGKILL);
     int status = 0;
     rusage usage{};
     if (::wait4(pid, &status, 0, &usage) != pid) return;
-    if (it != steps_.end() || spare) {
+    if (ours) {
       // A spare's step is the server's to know (it sent it one, or not): named by its pid.
       send_message(kHolderControlFd,
                    StepExitedMessage{it != steps_.end() ? it->second : 0, status, micros(usage.ru_utime),
