@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <initializer_list>
 
 namespace sandbox {
 namespace {
@@ -98,10 +99,18 @@ void NetlinkSocket::add_veth(const std::string& name, const std::string& peer_na
   if (veth == nullptr) throw NetlinkError("netlink: out of memory");
   rtnl_link* peer = rtnl_link_veth_get_peer(veth);
   rtnl_link_set_name(veth, name.c_str());
-  rtnl_link_set_mtu(veth, mtu);
   rtnl_link_set_name(peer, peer_name.c_str());
-  rtnl_link_set_mtu(peer, mtu);
   rtnl_link_set_ns_fd(peer, peer_netns_fd);
+  for (rtnl_link* end : {veth, peer}) {
+    rtnl_link_set_mtu(end, mtu);
+    // One queue each way: a veth otherwise gets one per possible CPU, each a set of sysfs
+    // objects the kernel makes now and removes with the namespace.
+    rtnl_link_set_num_tx_queues(end, 1);
+    rtnl_link_set_num_rx_queues(end, 1);
+  }
+  // This end up from the start (no second request for it); the kernel cannot open the peer
+  // before this end exists (ENOTCONN), so the peer is brought up by set_up().
+  rtnl_link_set_flags(veth, IFF_UP);
   rtnl_link_put(peer);
   const int err = rtnl_link_add(sock_.get(), veth, NLM_F_CREATE | NLM_F_EXCL);
   rtnl_link_put(veth);

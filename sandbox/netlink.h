@@ -40,8 +40,9 @@ class NetlinkSocket {
 
   // The index of interface `name`; 0 when there is none.
   int link_index(const std::string& name);
-  // A veth pair: `name` here and `peer_name` in the namespace `peer_netns_fd` (nsfs), both
-  // with `mtu`. Throws NetlinkError (EEXIST when `name` is taken).
+  // A veth pair: `name` here, up, and `peer_name` in the namespace `peer_netns_fd` (nsfs),
+  // down; both with `mtu` and one queue each way. Throws NetlinkError (EEXIST when `name` is
+  // taken).
   void add_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd, unsigned mtu);
   void set_up(int ifindex);
   // "a.b.c.d/len" or an IPv6 prefix on that interface.

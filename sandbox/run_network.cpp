@@ -108,7 +108,6 @@ void RunRouter::attach(int run_pidfd) {
   const int inner = run.link_index(kRunLinkName);
   if (outer == 0 || inner == 0) throw NetlinkError("the veth pair " + plan.router_name + " vanished");
   router.add_address(outer, plan.router_cidr);
-  router.set_up(outer);
   run.add_address(inner, plan.run_cidr);
   run.set_up(inner);
   run.add_default_route(inner, plan.gateway);

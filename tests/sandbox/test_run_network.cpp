@@ -158,7 +158,8 @@ TEST_CASE("a user-mode network closes metadata and the host's own addresses, not
   CHECK(closed.size() == 6);
 }
 
-TEST_CASE("linked runs each have an address and a default route, and reach neither each other nor the router",
+TEST_CASE("linked runs each have an address, a default route and one queue each way, and reach neither each other "
+          "nor the router",
           "[run_network]") {
   const auto pasta = sandbox::UserNetwork::find_pasta();
   if (!pasta || !sandbox::UserNetwork::find_nft() || !sandbox::UserNetwork::unavailable_reason().empty()) {
@@ -199,7 +200,21 @@ TEST_CASE("linked runs each have an address and a default route, and reach neith
       "gw = [l.split() for l in routes.splitlines()[1:] if l.split()[1] == '00000000'][0][2]\n"
       "gateway = socket.inet_ntoa(bytes.fromhex(gw)[::-1])\n"
       "print('peer', attempt(peer, " + std::to_string(port) + "))\n"
-      "print('gateway', attempt(gateway, 22))\n",
+      "print('gateway', attempt(gateway, 22))\n"
+      // Its link's queues, asked of the kernel (RTM_GETLINK for eth0): IFLA_NUM_TX_QUEUES (31)
+      // and IFLA_NUM_RX_QUEUES (32).
+      "import struct\n"
+      "nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)\n"
+      "name = b'eth0\\0' + b'\\0' * 3\n"
+      "body = struct.pack('BxHiII', 0, 0, 0, 0, 0) + struct.pack('HH', 9, 3) + name\n"
+      "nl.send(struct.pack('IHHII', 16 + len(body), 18, 1, 1, 0) + body)\n"
+      "data, i, found = nl.recv(65536), 32, {}\n"
+      "while i + 4 <= len(data):\n"
+      "    n, kind = struct.unpack_from('HH', data, i)\n"
+      "    if n < 4: break\n"
+      "    if kind in (31, 32): found[kind] = struct.unpack_from('I', data, i + 4)[0]\n"
+      "    i += (n + 3) & ~3\n"
+      "print('queues', found.get(31), found.get(32))\n",
       network.userns_fd());
   network.attach_run(a.pidfd.get());
   network.attach_run(b.pidfd.get());
@@ -214,5 +229,7 @@ TEST_CASE("linked runs each have an address and a default route, and reach neith
   CHECK_FALSE(contains(b_out, "no-default"));
   CHECK(contains(b_out, "peer failed"));
   CHECK(contains(b_out, "gateway failed"));
+  // One queue each way, whatever the number of CPUs (a veth's default is one per possible CPU).
+  CHECK(contains(b_out, "queues 1 1"));
   CHECK(contains(a_out, "nobody"));
 }
