@@ -262,6 +262,26 @@ len(df)
     await call(conn.client, 'close_session', { session_id: id });
   });
 
+  test('a step whose process ends after it killed the process of its previous state is answered at once', async () => {
+    // Its parent (the state it started from) is gone, so no parent reports its end: the server
+    // sees the process end by its pidfd, and does not wait for the step's timeout.
+    const id = await createSession(conn.client);
+    await step(conn.client, id, 'x = 1');
+    await step(conn.client, id, 'x = 2');
+    const t0 = Date.now();
+    const r = await step(conn.client, id, 'import os\nos.kill(os.getppid(), 9)\nos.kill(os.getpid(), 9)',
+      { timeout_seconds: 60 });
+    const seconds = (Date.now() - t0) / 1000;
+    assert.ok(seconds < 10, `answered after ${seconds} s: ${r.text}`);
+    assert.equal(r.sc.session.kept, false, r.text);
+    assert.equal(r.sc.timed_out, false, r.text);
+    assert.match(r.sc.session.note, /this step was not kept/, r.text);
+    // Step 2's state went with its process: the session goes on from step 1.
+    assert.equal(r.sc.session.step, 1, r.text);
+    assert.equal(await valueOf(step(conn.client, id, 'x')), '1');
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
   test('a long session\'s process keeps its stack and memory from step to step', async () => {
     const id = await createSession(conn.client);
     const probe = "{l.split(':')[0]: int(l.split()[1]) for l in open('/proc/self/status') "

@@ -16,9 +16,9 @@ using sandbox::UniqueFd;
 
 // A sandbox whose root has not reported within this long is given up.
 constexpr auto kStartWithin = std::chrono::seconds(60);
-// After a process that ran a step in place is gone, how long its parent's report of its wait
-// status may take before the step is answered without it.
-constexpr auto kInPlaceReportGrace = std::chrono::milliseconds(200);
+// After a process running a step is gone (its own, or one that ran it in place), how long its
+// parent's report of its wait status may take before the step is answered without it.
+constexpr auto kExitReportGrace = std::chrono::milliseconds(200);
 
 }  // namespace
 
@@ -192,11 +192,14 @@ void SessionSandbox::on_gone(std::uint64_t holder_id) {
     end("its interpreter ended");
     return;
   }
-  // A step running in place in that process: its parent's report, or SIGKILL after a grace.
+  // A step running in that process (its own, or in place): its parent's report, or SIGKILL
+  // after a grace. The parent may be gone too (a step that killed its holder, then died): then
+  // nothing else would answer the step before its timeout.
   for (auto& [step_id, watched] : steps_) {
-    if (watched.in_place_holder != holder_id) continue;
+    const bool runs_there = watched.in_place_holder != 0 ? watched.in_place_holder == holder_id : step_id == holder_id;
+    if (!runs_there) continue;
     auto timer = std::make_shared<asio::steady_timer>(io_);
-    timer->expires_after(kInPlaceReportGrace);
+    timer->expires_after(kExitReportGrace);
     std::weak_ptr<SessionSandbox> weak = weak_from_this();
     const std::uint64_t id = step_id;
     timer->async_wait([weak, timer, id](const std::error_code&) {
