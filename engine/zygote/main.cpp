@@ -37,6 +37,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,6 +53,7 @@
 #include "engine/zygote/libpython.h"
 #include "engine/zygote/protocol.h"
 #include "engine/zygote/session_holder.h"
+#include "engine/zygote/spare_policy.h"
 #include "engine/zygote/written_pages.h"
 #include "python_stubs/mpes_python_stubs.h"
 #include "sandbox/child_setup.h"
@@ -359,6 +361,8 @@ class Zygote {
   // direct: announced to the server (SPARE + its hand-off socket), which hands it a run itself.
   bool create_spare(bool direct);
   void top_up_spares();
+  // After a run took a spare: a replacement now or after its EXITED (spare_policy.h).
+  void replace_taken_spare();
   void handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds);
   // Hands the run to the oldest linked spare; false when there is none (the run is not taken).
   bool dispatch(const z::RunMessage& run, std::vector<UniqueFd>& fds);
@@ -413,6 +417,7 @@ class Zygote {
   bool stopping_ = false;
   std::vector<z::PageRange> run_pages_;  // learn_run_pages
   std::uint64_t rss_bytes_ = 0;  // ours, read after the last top-up (off the runs' path)
+  std::optional<std::chrono::steady_clock::time_point> last_exited_;  // when EXITED was last sent
 };
 
 int Zygote::start() {
@@ -773,6 +778,21 @@ void Zygote::top_up_spares() {
   }
 }
 
+void Zygote::replace_taken_spare() {
+  std::optional<std::chrono::steady_clock::duration> since;
+  if (last_exited_) since = std::chrono::steady_clock::now() - *last_exited_;
+  switch (z::replace_taken_spare(spares_.size(), since)) {
+    case z::SpareReplacement::all_now:
+      top_up_spares();
+      break;
+    case z::SpareReplacement::one_now:
+      if (spares_wanted_ > 0) create_spare(options_.direct_spares);
+      break;
+    case z::SpareReplacement::after_exit:
+      break;
+  }
+}
+
 void Zygote::handle_run(const z::RunMessage& run, std::vector<UniqueFd> fds) {
   if (fds.size() < z::RunMessage::fixed_fds(run.flags)) {
     refuse(run.run_id, "RUN without the fds its flags call for");
@@ -824,10 +844,7 @@ bool Zygote::dispatch(const z::RunMessage& run, std::vector<UniqueFd>& fds) {
       sent = z::send_message(z::kControlFd, started);
     }
     if (sent != 0) log(std::string("cannot send STARTED: ") + std::strerror(sent));
-    // Another spare is made now only when none is left: a fork here competes for the CPU with
-    // the run just started (and delays its EXITED if it ends meanwhile); otherwise the spares are
-    // topped up once this run's EXITED is sent.
-    if (spares_.empty() && spares_wanted_ > 0) create_spare(options_.direct_spares);
+    replace_taken_spare();
     return true;
   }
   spare_error_ = "the run's child died before it could start (see the zygote's log)";
@@ -860,8 +877,7 @@ void Zygote::handle_taken(const z::TakenMessage& taken) {
     auto& placed = children_.emplace(taken.pid, child_of(*waiting, taken.run_id)).first->second;
     spares_.erase(waiting);
     read_status(placed);  // its end may be recorded already
-    // As after a run the zygote dispatched: a new spare now only when none is left.
-    if (spares_.empty() && spares_wanted_ > 0) create_spare(true);
+    replace_taken_spare();  // as after a run the zygote dispatched
     return;
   }
   const auto early = std::find_if(early_exits_.begin(), early_exits_.end(),
@@ -1226,6 +1242,7 @@ void Zygote::send_exited(Child& child, z::ExitedMessage exited) {
   // fork of a new spare takes the CPU for most of a millisecond.
   ::sched_yield();
   top_up_spares();
+  last_exited_ = std::chrono::steady_clock::now();
   rss_bytes_ = own_rss_bytes();
 }
 
