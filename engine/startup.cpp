@@ -43,6 +43,7 @@ void Startup::begin(bool warm) {
     } else {
       start_discovery();
     }
+    ready_ = true;
     hooks_.ready();
   };
   asio::post(worker_, [this, &io = io_, alive, want = want_cgroups_,
@@ -52,7 +53,6 @@ void Startup::begin(bool warm) {
     asio::post(io, [this, alive, cgroups = std::move(cgroups), both_done] {
       if (!alive.lock()) return;
       cgroups_ = cgroups;
-      cgroups_ready_ = true;
       both_done();
     });
   });

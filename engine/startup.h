@@ -51,7 +51,10 @@ class Startup {
   // Nothing more starts (timers cancelled).
   void stop();
 
-  bool ready() const { return cgroups_ready_; }
+  // Runs may be dispatched: the cgroups and the quick default are both known (step 1). Before
+  // the quick default is, a run would find no interpreter and start the full discovery, which
+  // then holds the worker ahead of the first zygote's start.
+  bool ready() const { return ready_; }
   const sandbox::CgroupSetup& cgroups() const { return cgroups_; }
 
  private:
@@ -66,7 +69,7 @@ class Startup {
   bool begun_ = false;
   bool warm_ = false;
   bool stopped_ = false;
-  bool cgroups_ready_ = false;
+  bool ready_ = false;
   sandbox::CgroupSetup cgroups_;
   std::string discovery_after_;  // the discovery waits for this zygote
   bool discovery_when_idle_ = false;
