@@ -85,24 +85,18 @@ NetlinkSocket NetlinkSocket::open(int netns_fd) {
 
 NetlinkSocket::~NetlinkSocket() = default;
 
-int NetlinkSocket::link_index(const std::string& name) {
-  rtnl_link* link = nullptr;
-  if (rtnl_link_get_kernel(sock_.get(), 0, name.c_str(), &link) < 0 || link == nullptr) return 0;
-  const int index = rtnl_link_get_ifindex(link);
-  rtnl_link_put(link);
-  return index;
-}
-
-void NetlinkSocket::add_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd,
-                             unsigned mtu) {
+bool NetlinkSocket::add_veth(const VethPair& pair) {
   rtnl_link* veth = rtnl_link_veth_alloc();
   if (veth == nullptr) throw NetlinkError("netlink: out of memory");
   rtnl_link* peer = rtnl_link_veth_get_peer(veth);
-  rtnl_link_set_name(veth, name.c_str());
-  rtnl_link_set_name(peer, peer_name.c_str());
-  rtnl_link_set_ns_fd(peer, peer_netns_fd);
+  rtnl_link_set_name(veth, pair.name.c_str());
+  rtnl_link_set_ifindex(veth, pair.index);
+  rtnl_link_set_name(peer, pair.peer_name.c_str());
+  // The kernel takes the peer's index only when this end's is given too.
+  rtnl_link_set_ifindex(peer, pair.peer_index);
+  rtnl_link_set_ns_fd(peer, pair.peer_netns_fd);
   for (rtnl_link* end : {veth, peer}) {
-    rtnl_link_set_mtu(end, mtu);
+    rtnl_link_set_mtu(end, pair.mtu);
     // One queue each way: a veth otherwise gets one per possible CPU, each a set of sysfs
     // objects the kernel makes now and removes with the namespace.
     rtnl_link_set_num_tx_queues(end, 1);
@@ -114,7 +108,10 @@ void NetlinkSocket::add_veth(const std::string& name, const std::string& peer_na
   rtnl_link_put(peer);
   const int err = rtnl_link_add(sock_.get(), veth, NLM_F_CREATE | NLM_F_EXCL);
   rtnl_link_put(veth);
-  if (err < 0) fail("create the veth pair " + name, err);
+  // A taken name is EEXIST, a taken index EBUSY.
+  if (err == -NLE_EXIST || err == -NLE_BUSY) return false;
+  if (err < 0) fail("create the veth pair " + pair.name, err);
+  return true;
 }
 
 void NetlinkSocket::set_up(int ifindex) {

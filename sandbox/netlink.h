@@ -38,12 +38,19 @@ class NetlinkSocket {
   // An nsfs fd of the namespace this socket is in (for moving a link into it).
   int netns_fd() const { return netns_.get(); }
 
-  // The index of interface `name`; 0 when there is none.
-  int link_index(const std::string& name);
-  // A veth pair: `name` here, up, and `peer_name` in the namespace `peer_netns_fd` (nsfs),
-  // down; both with `mtu` and one queue each way. Throws NetlinkError (EEXIST when `name` is
-  // taken).
-  void add_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd, unsigned mtu);
+  // A veth pair: `pair.name` here, up, and `pair.peer_name` in the namespace `pair.peer_netns_fd`
+  // (nsfs), down; each end with the interface index asked for (so nobody has to look it up
+  // afterwards), `pair.mtu` and one queue each way. False when a name or an index is taken, in
+  // either namespace; throws NetlinkError for any other refusal.
+  struct VethPair {
+    std::string name;
+    int index = 0;
+    std::string peer_name;
+    int peer_index = 0;
+    int peer_netns_fd = -1;
+    unsigned mtu = 1500;
+  };
+  bool add_veth(const VethPair& pair);
   void set_up(int ifindex);
   // "a.b.c.d/len" or an IPv6 prefix on that interface.
   void add_address(int ifindex, const std::string& cidr);

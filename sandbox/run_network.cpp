@@ -31,7 +31,8 @@ RunLinkPlan run_link_plan(std::uint32_t slot) {
   constexpr std::uint32_t base = (198u << 24) | (18u << 16);  // 198.18.0.0
   slot %= kRunLinkSlots;
   const std::uint32_t net = base + slot * 4;
-  return {"mr" + std::to_string(slot), ipv4(net + 1) + "/30", ipv4(net + 2) + "/30", ipv4(net + 1)};
+  return {"mr" + std::to_string(slot), kRouterLinkIndexBase + static_cast<int>(slot), ipv4(net + 1) + "/30",
+          ipv4(net + 2) + "/30", ipv4(net + 1)};
 }
 
 std::string routing_ruleset(const std::string& uplink) {
@@ -63,15 +64,18 @@ std::string routing_ruleset(const std::string& uplink) {
 }
 
 RunRouter RunRouter::enable(int router_netns_fd, const std::string& uplink, const std::string& nft_program) {
-  try {
-    NetlinkSocket router = NetlinkSocket::open(router_netns_fd);
-    // The links' range goes nowhere but to live links (their /30s are more specific): not out
-    // to the internet, where a run's address would be the uplink's.
-    router.add_unreachable_route(kRunLinksPrefix);
-    router.write_sysctl("ipv4/ip_forward", "1");
-  } catch (const NetlinkError& e) {
-    throw SetupError(std::string("cannot set up forwarding for the runs' links: ") + e.what());
-  }
+  NetlinkSocket router = [&] {
+    try {
+      NetlinkSocket socket = NetlinkSocket::open(router_netns_fd);
+      // The links' range goes nowhere but to live links (their /30s are more specific): not out
+      // to the internet, where a run's address would be the uplink's.
+      socket.add_unreachable_route(kRunLinksPrefix);
+      socket.write_sysctl("ipv4/ip_forward", "1");
+      return socket;
+    } catch (const NetlinkError& e) {
+      throw SetupError(std::string("cannot set up forwarding for the runs' links: ") + e.what());
+    }
+  }();
   const UniqueFd rules = sealed_memfd("mpes-nft-rules", routing_ruleset(uplink));
   ProcessSpec nft;
   nft.argv = {nft_program, "-f", "/dev/fd/3"};
@@ -87,27 +91,29 @@ RunRouter RunRouter::enable(int router_netns_fd, const std::string& uplink, cons
     throw SetupError("cannot load the runs' routing rules with " + nft_program + ": " +
                      (out.empty() ? r.error.empty() ? "it failed" : r.error : out));
   }
-  return RunRouter(router_netns_fd);
+  return RunRouter(std::move(router));
 }
 
 void RunRouter::attach(int run_pidfd) {
   NetlinkSocket run = NetlinkSocket::open(run_pidfd);
-  NetlinkSocket router = NetlinkSocket::open(router_netns_fd_);
   RunLinkPlan plan;
   for (int attempt = 0;; ++attempt) {
     plan = run_link_plan(next_slot_.fetch_add(1));
-    try {
-      router.add_veth(plan.router_name, kRunLinkName, run.netns_fd(), kRunLinkMtu);
+    if (router_.add_veth({plan.router_name, plan.router_index, kRunLinkName, kRunLinkIndex, run.netns_fd(),
+                         kRunLinkMtu})) {
       break;
-    } catch (const NetlinkError&) {
-      if (attempt + 1 >= kSlotAttempts || router.link_index(plan.router_name) == 0) throw;
-      // Taken by a link the kernel has not removed yet: the next slot.
+    }
+    // The slot's name or index is still taken (a link of a run that lives on, a session, or one
+    // the kernel has not removed yet): the next slot.
+    if (attempt + 1 >= kSlotAttempts) {
+      throw NetlinkError("no free slot for a run's link after " + std::to_string(kSlotAttempts) + " tries (last " +
+                         plan.router_name + ")");
     }
   }
-  const int outer = router.link_index(plan.router_name);
-  const int inner = run.link_index(kRunLinkName);
-  if (outer == 0 || inner == 0) throw NetlinkError("the veth pair " + plan.router_name + " vanished");
-  router.add_address(outer, plan.router_cidr);
+  // Both ends have the indexes asked for: no lookup by name.
+  const int outer = plan.router_index;
+  const int inner = kRunLinkIndex;
+  router_.add_address(outer, plan.router_cidr);
   run.add_address(inner, plan.run_cidr);
   run.set_up(inner);
   run.add_default_route(inner, plan.gateway);

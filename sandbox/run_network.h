@@ -22,11 +22,19 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
+
+#include "sandbox/netlink.h"
 
 namespace sandbox {
 
-// The run's end of its link, inside its namespace.
+// The run's end of its link, inside its namespace, and its interface index there: the first
+// after loopback's (1), in a namespace that has nothing else.
 inline constexpr const char* kRunLinkName = "eth0";
+inline constexpr int kRunLinkIndex = 2;
+// The router's end of slot N has index kRouterLinkIndexBase + N: above the few interfaces the
+// router's namespace has of its own (loopback, pasta's tap), which the kernel numbers from 1.
+inline constexpr int kRouterLinkIndexBase = 4096;
 // Where the links' addresses come from: 198.18.0.0/15, set aside for benchmarking (RFC 2544),
 // never routed on the internet, so no destination a script wants is hidden by a run's link.
 inline constexpr const char* kRunLinksPrefix = "198.18.0.0/15";
@@ -37,11 +45,12 @@ inline constexpr unsigned kRunLinkMtu = 65520;
 // One run's link: the router's interface and the two addresses of its /30.
 struct RunLinkPlan {
   std::string router_name;   // "mr<slot>", in the router's namespace
+  int router_index = 0;      // its interface index, kRouterLinkIndexBase + slot
   std::string router_cidr;   // e.g. "198.18.0.1/30"
   std::string run_cidr;      // e.g. "198.18.0.2/30"
   std::string gateway;       // the router's address, the run's default route
 };
-// Pure: slot (taken modulo kRunLinkSlots) -> names and addresses.
+// Pure: slot (taken modulo kRunLinkSlots) -> names, index and addresses.
 RunLinkPlan run_link_plan(std::uint32_t slot);
 
 // Pure: the nft ruleset that makes a namespace whose uplink is `uplink` route runs' links.
@@ -52,15 +61,14 @@ std::string routing_ruleset(const std::string& uplink);
 // agent (sandbox/network_agent.h), root in the router's user namespace.
 class RunRouter {
  public:
-  // Turns the namespace `router_netns_fd` (kept open by its owner for as long as this object
-  // lives) into the runs' router: IPv4 forwarding and routing_ruleset, loaded with `nft_program`.
+  // Turns the namespace `router_netns_fd` (needed during this call only: the router keeps a
+  // routing socket there) into the runs' router: IPv4 forwarding and routing_ruleset, loaded with `nft_program`.
   // Throws SetupError with the reason (nft missing or refused).
   static RunRouter enable(int router_netns_fd, const std::string& uplink, const std::string& nft_program);
 
-  RunRouter(RunRouter&& other) noexcept
-      : router_netns_fd_(other.router_netns_fd_), next_slot_(other.next_slot_.load()) {}
+  RunRouter(RunRouter&& other) noexcept : router_(std::move(other.router_)), next_slot_(other.next_slot_.load()) {}
   RunRouter& operator=(RunRouter&& other) noexcept {
-    router_netns_fd_ = other.router_netns_fd_;
+    router_ = std::move(other.router_);
     next_slot_ = other.next_slot_.load();
     return *this;
   }
@@ -71,8 +79,8 @@ class RunRouter {
   void attach(int run_pidfd);
 
  private:
-  explicit RunRouter(int router_netns_fd) : router_netns_fd_(router_netns_fd) {}
-  int router_netns_fd_;
+  explicit RunRouter(NetlinkSocket router) : router_(std::move(router)) {}
+  NetlinkSocket router_;  // in the router's namespace, kept: each attach would otherwise open one there
   std::atomic<std::uint32_t> next_slot_{0};
 };
 

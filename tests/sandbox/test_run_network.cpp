@@ -105,6 +105,7 @@ struct NamespacedPython {
 TEST_CASE("each slot is its own /30 in 198.18.0.0/15, named mr<slot>", "[run_network]") {
   const auto first = sandbox::run_link_plan(0);
   CHECK(first.router_name == "mr0");
+  CHECK(first.router_index == sandbox::kRouterLinkIndexBase);
   CHECK(first.router_cidr == "198.18.0.1/30");
   CHECK(first.run_cidr == "198.18.0.2/30");
   CHECK(first.gateway == "198.18.0.1");
@@ -113,10 +114,12 @@ TEST_CASE("each slot is its own /30 in 198.18.0.0/15, named mr<slot>", "[run_net
   CHECK(second.run_cidr == "198.18.0.6/30");
   const auto last = sandbox::run_link_plan(sandbox::kRunLinkSlots - 1);
   CHECK(last.router_name == "mr32767");
+  CHECK(last.router_index == sandbox::kRouterLinkIndexBase + 32767);
   CHECK(last.router_cidr == "198.19.255.253/30");
   CHECK(last.run_cidr == "198.19.255.254/30");
   // Wraps around; an interface name always fits IFNAMSIZ (15 characters).
   CHECK(sandbox::run_link_plan(sandbox::kRunLinkSlots).router_cidr == first.router_cidr);
+  CHECK(sandbox::run_link_plan(sandbox::kRunLinkSlots).router_index == first.router_index);
   std::set<std::string> seen;
   for (std::uint32_t slot = 0; slot < 2000; ++slot) {
     const auto plan = sandbox::run_link_plan(slot * 16 + 3);
