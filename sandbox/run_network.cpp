@@ -107,7 +107,8 @@ void RunRouter::attach(int run_pidfd) {
     // the kernel has not removed yet): the next slot.
     if (attempt + 1 >= kSlotAttempts) {
       throw NetlinkError("no free slot for a run's link after " + std::to_string(kSlotAttempts) + " tries (last " +
-                         plan.router_name + ")");
+                         plan.router_name + "): names or indexes taken in the router's namespace, or " + kRunLinkName +
+                         " / index " + std::to_string(kRunLinkIndex) + " in the run's");
     }
   }
   // Both ends have the indexes asked for: no lookup by name.

@@ -57,8 +57,9 @@ RunLinkPlan run_link_plan(std::uint32_t slot);
 std::string routing_ruleset(const std::string& uplink);
 
 // Routes runs in a user-mode network's namespace. Its methods block (netlink, nft): call them off
-// the event loop. Needs CAP_NET_ADMIN and CAP_SYS_ADMIN over both namespaces: used by the network
-// agent (sandbox/network_agent.h), root in the router's user namespace.
+// the event loop, from one thread at a time (it keeps one routing socket). Needs CAP_NET_ADMIN
+// and CAP_SYS_ADMIN over both namespaces: used by the network agent (sandbox/network_agent.h),
+// root in the router's user namespace.
 class RunRouter {
  public:
   // Turns the namespace `router_netns_fd` (needed during this call only: the router keeps a

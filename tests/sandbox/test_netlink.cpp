@@ -22,8 +22,8 @@ struct TwoNamespaces {
   TwoNamespaces() {
     std::thread([this] {
       auto fresh = [] {
-        return ::unshare(CLONE_NEWNET) == 0 ? sandbox::UniqueFd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC))
-                                            : sandbox::UniqueFd();
+        if (::unshare(CLONE_NEWNET) != 0) return sandbox::UniqueFd();
+        return sandbox::UniqueFd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
       };
       here = fresh();
       there = fresh();
