@@ -98,7 +98,7 @@ void RunRouter::attach(int run_pidfd) {
   NetlinkSocket run = NetlinkSocket::open(run_pidfd);
   RunLinkPlan plan;
   for (int attempt = 0;; ++attempt) {
-    plan = run_link_plan(next_slot_.fetch_add(1));
+    plan = run_link_plan(next_slot_++);
     if (router_.add_veth({plan.router_name, plan.router_index, kRunLinkName, kRunLinkIndex, run.netns_fd(),
                          kRunLinkMtu})) {
       break;

@@ -19,7 +19,6 @@
 // namespace of either end is gone.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -63,16 +62,9 @@ std::string routing_ruleset(const std::string& uplink);
 class RunRouter {
  public:
   // Turns the namespace `router_netns_fd` (needed during this call only: the router keeps a
-  // routing socket there) into the runs' router: IPv4 forwarding and routing_ruleset, loaded with `nft_program`.
-  // Throws SetupError with the reason (nft missing or refused).
+  // routing socket there) into the runs' router: IPv4 forwarding and routing_ruleset, loaded
+  // with `nft_program`. Throws SetupError with the reason (nft missing or refused).
   static RunRouter enable(int router_netns_fd, const std::string& uplink, const std::string& nft_program);
-
-  RunRouter(RunRouter&& other) noexcept : router_(std::move(other.router_)), next_slot_(other.next_slot_.load()) {}
-  RunRouter& operator=(RunRouter&& other) noexcept {
-    router_ = std::move(other.router_);
-    next_slot_ = other.next_slot_.load();
-    return *this;
-  }
 
   // Links the network namespace of the process `run_pidfd` names (a spare's init) into the
   // router: the veth pair, addresses, routes, links up. Throws NetlinkError (the spare died,
@@ -82,7 +74,7 @@ class RunRouter {
  private:
   explicit RunRouter(NetlinkSocket router) : router_(std::move(router)) {}
   NetlinkSocket router_;  // in the router's namespace, kept: each attach would otherwise open one there
-  std::atomic<std::uint32_t> next_slot_{0};
+  std::uint32_t next_slot_ = 0;
 };
 
 }  // namespace sandbox
