@@ -37,9 +37,12 @@ FLOOR_TARGETS = (
     ("exception_vs_hello", "exception + traceback p50 ≤ 1.3× hello p50", 1.3, True),
     ("throughput4_floor", "hello throughput, 4 in flight ≥ 70% of what the floor's CPU per run "
                           "allows on the cores present", 0.7, False),
-    # Judged on the whole tree (the zygote's spares, pasta, bwrap and the network agent with the
-    # server and its zygote), the stricter reading of "server + zygote"; the two alone are shown.
-    ("idle_rss_40", "idle RSS of the server's process tree ≤ 40 MiB", 40.0, True),
+    # The words: the server and its zygote (each zygote, not the spares it forked).
+    ("idle_rss_40", "idle RSS of the server and its zygote ≤ 40 MiB", 40.0, True),
+    # The stricter reading judged until now: every process of the tree (the zygote's spares,
+    # pasta, bwrap, the network agent), whose RSS counts a page shared by N of them N times.
+    ("idle_tree_40", "idle RSS of the server's whole process tree ≤ 40 MiB (stricter reading)",
+     40.0, True),
 )
 
 
@@ -158,7 +161,10 @@ def evaluate_floor_targets(results: dict) -> list[dict]:
     cpu = _get(results, "sequential", "hello", "systems", "floor", "cpu_ms_per_run")
     rss_kb = _get(results, "memory", "idle", "total_rss_kb")
     rss = rss_kb / MIB_KB if rss_kb is not None else None
+    pss_kb = _get(results, "memory", "idle", "total_pss_kb")
+    count = _get(results, "memory", "idle", "count")
     pair_kb = server_and_zygote_rss_kb(_get(results, "memory", "idle"))
+    pair = pair_kb / MIB_KB if pair_kb is not None else None
 
     def ms(v):
         return f"{v:.2f} ms" if v is not None else "—"
@@ -176,14 +182,16 @@ def evaluate_floor_targets(results: dict) -> list[dict]:
                               (f"{tp4:.0f} runs/s" if tp4 else "—") + " ÷ "
                               + (f"{allowed:.0f} runs/s ({_get(results, 'machine', 'cores')} cores ÷ "
                                  f"{cpu:.2f} ms floor CPU per run)" if allowed else "— (floor CPU unknown)")),
-        "idle_rss_40": (rss, (f"{rss:.1f} MiB" if rss is not None else "—")
-                        + (f" (the server and its zygote alone: {pair_kb / MIB_KB:.1f} MiB)"
-                           if pair_kb is not None else "")),
+        "idle_rss_40": (pair, f"{pair:.1f} MiB" if pair is not None else "—"),
+        "idle_tree_40": (rss, (f"{rss:.1f} MiB" if rss is not None else "—")
+                         + (f" summed over {count} processes" if count else "")
+                         + (f" (PSS, each shared page counted once: {pss_kb / MIB_KB:.1f} MiB)"
+                            if pss_kb is not None else "")),
     }
     out = []
     for key, what, limit, at_most in FLOOR_TARGETS:
         value, detail = values[key]
-        if key == "idle_rss_40":
+        if key in ("idle_rss_40", "idle_tree_40"):
             shown = detail
         elif key == "throughput4_floor":
             shown = f"{value * 100:.0f}% = {detail}" if value is not None else detail
