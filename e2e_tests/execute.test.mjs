@@ -4,7 +4,9 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { backend, connect, textOf, serverPath } from './lib/client.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -314,9 +316,13 @@ describe('execute_python with --sandbox-backend none', () => {
       assert.equal(result.isError ?? false, false);
       assert.equal(sc.stdout, "hi ['script.py']\n");
       assert.equal(sc.sandbox, 'none (unsandboxed)');
-      // The zygote's own rehearsal run (the pages a run writes) left no directory behind (another
-      // test's unsandboxed server may be rehearsing just now: one that stays is a leak).
-      const rehearsals = () => readdirSync('/tmp').filter((name) => name.startsWith('mpes-rehearsal-'));
+      // Its work dir is one of the zygote's directory, which the zygote's own rehearsal run (the
+      // pages a run writes) left nothing in.
+      const cwd = (await run(conn.client, 'import os\nprint(os.getcwd())')).sc.stdout.trim();
+      const root = path.dirname(cwd);
+      assert.match(path.basename(cwd), /^mpes-run-/);
+      assert.match(root, /^\/tmp\/mpes-none-/);
+      const rehearsals = () => readdirSync(root).filter((name) => name.startsWith('mpes-rehearsal-'));
       for (let i = 0; i < 40 && rehearsals().length > 0; i++) await sleep(50);
       assert.deepEqual(rehearsals(), []);
       // Killed at its deadline: the child, and the daemon that left the run's session.
@@ -344,16 +350,53 @@ describe('execute_python with --sandbox-backend none', () => {
     }
   });
 
-  test('a run in flight when the server stops leaves nothing running', async () => {
+  // A script that writes its work dir to `file` (/tmp is the host's here), then leaves a tree.
+  const reportingTree = (marker, file) =>
+    `import os\nwith open(${JSON.stringify(file)}, 'w') as f: f.write(os.getcwd())\n` + treeScript(marker);
+  async function workDirOf(file) {
+    for (let i = 0; i < 200 && !existsSync(file); i++) await sleep(25);
+    const dir = readFileSync(file, 'utf8');
+    rmSync(file, { force: true });
+    return dir;
+  }
+  async function assertGone(dir) {
+    for (let i = 0; i < 80 && existsSync(dir); i++) await sleep(50);
+    assert.equal(existsSync(dir), false, `${dir} was left behind`);
+  }
+
+  test('a run in flight when the server stops leaves nothing running, nor its files', async () => {
     const conn = await connect(['--sandbox-backend', 'none']);
     const marker = `mpes-e2e-none-stop-${randomUUID()}`;
-    const pending = run(conn.client, treeScript(marker), { timeout_seconds: 60 }).catch(() => null);
+    const file = path.join(os.tmpdir(), `${marker}.cwd`);
+    const pending = run(conn.client, reportingTree(marker, file), { timeout_seconds: 60 }).catch(() => null);
     for (let i = 0; i < 200 && !processesWith(`${marker}-daemon`); i++) await sleep(25);
     assert.ok(processesWith(`${marker}-daemon`), 'the run started its processes');
+    const dir = await workDirOf(file);
+    assert.match(dir, /^\/tmp\/mpes-none-[^/]+\/mpes-run-/);
     process.kill(conn.transport.pid, 'SIGTERM');
     await conn.client.close();
     await pending;
     await assertNoSurvivors(marker);
+    await assertGone(path.dirname(dir));  // the zygote's directory, with the run's in it
+  });
+
+  test('a server killed outright: the run in flight ends, and its work dir with it', async () => {
+    const conn = await connect(['--sandbox-backend', 'none']);
+    const marker = `mpes-e2e-none-kill-${randomUUID()}`;
+    const file = path.join(os.tmpdir(), `${marker}.cwd`);
+    const pending = run(conn.client, reportingTree(marker, file), { timeout_seconds: 60 }).catch(() => null);
+    for (let i = 0; i < 200 && !processesWith(`${marker}-daemon`); i++) await sleep(25);
+    assert.ok(processesWith(`${marker}-daemon`), 'the run started its processes');
+    const dir = await workDirOf(file);
+    writeFileSync(path.join(dir, 'left.bin'), Buffer.alloc(4096));  // something of the run's own
+    process.kill(conn.transport.pid, 'SIGKILL');
+    await conn.client.close();
+    await pending;
+    await assertNoSurvivors(marker);
+    // The run's init removes it; the zygote's directory (now empty) stays: nothing of the
+    // server is left to remove it.
+    await assertGone(dir);
+    rmSync(path.dirname(dir), { recursive: true, force: true });
   });
 });
 

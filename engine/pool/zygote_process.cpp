@@ -12,7 +12,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
+#include <system_error>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -214,6 +217,11 @@ ZygoteProcess::~ZygoteProcess() {
     for (int fd : out.fds) ::close(fd);
   }
   // child_ (last resort: normally stop() and the exit watch reap it) kills and reaps its group.
+  if (!work_root_.empty()) {
+    child_.reset();  // first: nothing of it may still be writing there
+    std::error_code ec;
+    std::filesystem::remove_all(work_root_, ec);
+  }
 }
 
 void ZygoteProcess::start(std::function<void(State, const std::string&)> on_state) {
@@ -282,11 +290,26 @@ void ZygoteProcess::release_network() {
   network_.reset();
 }
 
+void ZygoteProcess::release_work_root() {
+  if (work_root_.empty()) return;
+  // What the runs left there may be large: removed off the event loop.
+  auto remove = [root = std::exchange(work_root_, {})] {
+    std::error_code ec;
+    std::filesystem::remove_all(root, ec);
+  };
+  if (launch_.run_blocking) {
+    launch_.run_blocking(std::move(remove));
+  } else {
+    remove();
+  }
+}
+
 void ZygoteProcess::launch_process() {
   try {
     spawn();
   } catch (const std::exception& e) {
     release_network();
+    release_work_root();
     state_ = State::failed;
     failure_ = e.what();
     auto self = shared_from_this();
@@ -374,9 +397,15 @@ void ZygoteProcess::spawn() {
     // The client's own environment (DOCKER_HOST, DOCKER_CONFIG, ...); the zygote's is --env.
     spec.env = sandbox::inherited_environment();
   } else {
+    char root[] = "/tmp/mpes-none-XXXXXX";
+    if (::mkdtemp(root) == nullptr) {
+      throw std::runtime_error(errno_text("cannot create the unsandboxed runs' directory in /tmp", errno));
+    }
+    work_root_ = root;
     spec.argv = {launch_.zygote_path};
     const auto args = zygote_arguments(launch_);
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.argv.insert(spec.argv.end(), {"--work-root", work_root_});
   }
 
   if (network_) {
@@ -532,6 +561,7 @@ void ZygoteProcess::watch_exit() {
       self->listener_.close();
     }
     self->release_network();  // nothing of the zygote's is left in it
+    self->release_work_root();
     self->notify_reaped();
   });
 }

@@ -138,6 +138,7 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   void spawn();
   void launch_process();
   void release_network();
+  void release_work_root();
   void wait_control();
   void wait_connection();  // docker: the zygote connects to control_listener_
   void on_control();
@@ -166,6 +167,9 @@ class ZygoteProcess : public std::enable_shared_from_this<ZygoteProcess> {
   std::string network_note_;
   std::optional<sandbox::Process> child_;  // bwrap (native), docker's client (docker) or the zygote (none)
   ControlListener control_listener_;       // docker: until the zygote has connected
+  // none: the directory its runs', rehearsal's and preloads' work dirs are made in, removed
+  // with what is left in it once the zygote is reaped (a zygote killed cannot remove them).
+  std::string work_root_;
   asio::posix::stream_descriptor listener_;
   asio::posix::stream_descriptor control_;
   asio::posix::stream_descriptor stderr_;

@@ -100,6 +100,9 @@ struct Options {
   std::vector<std::string> argv;  // as started: the zygote starts itself again with fewer preloads
   std::string preload_dir;        // home and cwd of preloads' imports
   std::string connect;            // --connect: the control socket's path (docker backend)
+  // Unsandboxed: where the runs', the rehearsal's and the preloads' work dirs are made. The
+  // server gives each zygote a directory of its own, and removes it once the zygote is reaped.
+  std::string work_root = "/tmp";
 };
 
 int remove_entry(const char* path, const struct stat*, int, FTW*) {
@@ -107,10 +110,15 @@ int remove_entry(const char* path, const struct stat*, int, FTW*) {
   return 0;
 }
 
+// Unsandboxed runs and preloads work in temporary directories of ours: removed with what they hold.
+void remove_tree(const std::string& dir) {
+  if (!dir.empty()) ::nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 // Unsandboxed, the preloads' home is a temporary directory of ours.
 void remove_preload_dir(const Options& options) {
   if (!options.isolate && !options.preload_dir.empty()) {
-    ::nftw(options.preload_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    remove_tree(options.preload_dir);
   }
 }
 
@@ -128,7 +136,7 @@ void log(const std::string& text) {
       "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--max-value-bytes N] [--max-images N] [--backend native|docker|none] [--network on|off|routed] "
       "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
       "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
-      "[--connect SOCKET] (control socket on fd 3, or connected to SOCKET; started by mcp-python-exec-sandbox)");
+      "[--connect SOCKET] [--work-root DIR] (control socket on fd 3, or connected to SOCKET; started by mcp-python-exec-sandbox)");
   std::exit(2);
 }
 
@@ -173,6 +181,7 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--rlimit-memory") o.fallbacks.memory = value != "0";
     else if (flag == "--rlimit-processes") o.fallbacks.processes = value != "0";
     else if (flag == "--connect") o.connect = value;
+    else if (flag == "--work-root") o.work_root = value;
     else if (flag == "--direct-spares") o.direct_spares = value != "0";
     else usage("unknown option " + flag);
   }
@@ -701,9 +710,9 @@ bool Zygote::create_spare(bool direct) {
 
   std::string work_dir;
   if (!options_.isolate) {
-    char tmpl[] = "/tmp/mpes-run-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) {
-      spare_error_ = std::string("cannot create a work dir in /tmp: ") + std::strerror(errno);
+    std::string tmpl = options_.work_root + "/mpes-run-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      spare_error_ = "cannot create a work dir in " + options_.work_root + ": " + std::strerror(errno);
       return false;
     }
     work_dir = tmpl;
@@ -945,7 +954,11 @@ void Zygote::run_plain_init(const sandbox::ChildSpec& spec, const std::string& w
   sigemptyset(&on_term.sa_mask);
   ::sigaction(SIGTERM, &on_term, nullptr);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (::getppid() == 1) ::_exit(kSetupFailedExit);  // the zygote is already gone
+  // Once the zygote is gone, nobody but this init removes the run's work dir.
+  if (::getppid() == 1) {  // the zygote is already gone
+    remove_tree(work_dir);
+    ::_exit(kSetupFailedExit);
+  }
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (::chdir(work_dir.c_str()) != 0) setup_failed("chdir to the work dir failed");
   const pid_t script = ::fork();
@@ -963,11 +976,13 @@ void Zygote::run_plain_init(const sandbox::ChildSpec& spec, const std::string& w
     if (g_terminate) {
       ::kill(script, SIGKILL);
       kill_children_until_none();
+      remove_tree(work_dir);
     }
     ::_exit(kSetupFailedExit);
   }
   write_record(record);  // the zygote answers from this
   kill_children_until_none();
+  if (g_terminate) remove_tree(work_dir);
   ::_exit(0);
 }
 
@@ -1008,9 +1023,9 @@ void Zygote::learn_run_pages() {
     return;
   }
   // A directory of its own for the rehearsal's script.py: sandboxed, under the zygote's tmpfs
-  // (hidden beneath each run's); unsandboxed, in /tmp like the runs' work dirs. Removed below.
+  // (hidden beneath each run's); unsandboxed, where the runs' work dirs are. Removed below.
   std::string dir = options_.isolate ? std::string(sandbox::kRunWorkDir) + "/.mpes-rehearsal-XXXXXX"
-                                     : std::string("/tmp/mpes-rehearsal-XXXXXX");
+                                     : options_.work_root + "/mpes-rehearsal-XXXXXX";
   if (::mkdtemp(dir.data()) == nullptr) return;
   std::fflush(nullptr);
   py_->PyOS_BeforeFork();
@@ -1054,7 +1069,7 @@ void Zygote::learn_run_pages() {
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
-  ::nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  remove_tree(dir);
 }
 
 void Zygote::run_script(sandbox::ChildSpec spec) {
@@ -1183,9 +1198,7 @@ bool Zygote::child_reaped(Child& child, int status, const rusage& usage) {
   // Unsandboxed, an init that did not end by itself (killed at a deadline) left the run's
   // processes to us, their subreaper.
   const bool strays = !options_.isolate && !WIFEXITED(status);
-  if (!options_.isolate && !child.work_dir.empty()) {
-    ::nftw(child.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-  }
+  if (!options_.isolate) remove_tree(child.work_dir);
   if (!child.reported) {
     // No record of the script's end (killed, setup failed, unsandboxed): the process's own.
     z::ExitedMessage exited = child.exited.value_or(z::ExitedMessage{});
@@ -1268,9 +1281,7 @@ bool Zygote::reap_spare(pid_t pid, int status) {
     record.text[sizeof record.text - 1] = '\0';
     if (record.kind == StatusRecord::setup_failed) why = record.text;
   }
-  if (!options_.isolate && !spare.work_dir.empty()) {
-    ::nftw(spare.work_dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-  }
+  if (!options_.isolate) remove_tree(spare.work_dir);
   if (stopping_) return true;
   log("a prepared run child died before its run: " + why);
   // An abandoned spare's end says nothing new (it failed to take its run, or its network failed).
@@ -1348,11 +1359,11 @@ int main(int argc, char** argv) {
   if (options.isolate) {
     options.preload_dir = sandbox::kRunWorkDir;
   } else if (!options.preload.empty()) {
-    char tmpl[] = "/tmp/mpes-zygote-XXXXXX";
-    if (::mkdtemp(tmpl) != nullptr) {
+    std::string tmpl = options.work_root + "/mpes-zygote-XXXXXX";
+    if (::mkdtemp(tmpl.data()) != nullptr) {
       options.preload_dir = tmpl;
     } else {
-      log(std::string("cannot create a home for preloads in /tmp: ") + std::strerror(errno));
+      log("cannot create a home for preloads in " + options.work_root + ": " + std::strerror(errno));
     }
   }
   ::setenv("MPES_PRELOAD_DIR", options.preload_dir.c_str(), 1);

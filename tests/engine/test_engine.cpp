@@ -272,6 +272,19 @@ std::vector<pid_t> own_zygotes() {
   return found;
 }
 
+// The work dirs of a zygote's children (its spares' and runs' inits work in theirs).
+std::vector<std::string> work_dirs_of_children(pid_t zygote) {
+  std::vector<std::string> dirs;
+  std::ifstream children("/proc/" + std::to_string(zygote) + "/task/" + std::to_string(zygote) + "/children");
+  pid_t child = 0;
+  while (children >> child) {
+    std::error_code ec;
+    const auto cwd = std::filesystem::read_symlink("/proc/" + std::to_string(child) + "/cwd", ec);
+    if (!ec && cwd.filename().string().rfind("mpes-run-", 0) == 0) dirs.push_back(cwd.string());
+  }
+  return dirs;
+}
+
 }  // namespace
 
 TEST_CASE("engine: a zygote that dies fails its runs as service errors and is replaced", "[engine]") {
@@ -284,6 +297,9 @@ TEST_CASE("engine: a zygote that dies fails its runs as service errors and is re
   h.io.run_for(1s);
   h.io.restart();
   REQUIRE_FALSE(out);
+  // The running run's work dir and its spare's: the zygote cannot remove them once killed.
+  const auto dirs = work_dirs_of_children(zygotes.front());
+  CHECK(dirs.size() >= 2);
   REQUIRE(::kill(zygotes.front(), SIGKILL) == 0);
   h.run_until([&] { return out.has_value(); }, 10s);
   REQUIRE(out->service_error);
@@ -296,6 +312,16 @@ TEST_CASE("engine: a zygote that dies fails its runs as service errors and is re
   const auto now = own_zygotes();
   REQUIRE(now.size() == 1);
   CHECK(now.front() != zygotes.front());
+  // The server made them a directory of the lost zygote's own, and removed it with them.
+  const auto root = std::filesystem::path(dirs.front()).parent_path();
+  CHECK(root.filename().string().rfind("mpes-none-", 0) == 0);
+  for (const auto& dir : dirs) CHECK(std::filesystem::path(dir).parent_path() == root);
+  h.run_until([&] { return !std::filesystem::exists(root); }, 5s);
+  CHECK_FALSE(std::filesystem::exists(root));
+  // The new zygote's runs work in a directory of its own.
+  const auto fresh = work_dirs_of_children(now.front());
+  REQUIRE_FALSE(fresh.empty());
+  CHECK(std::filesystem::path(fresh.front()).parent_path() != root);
 }
 
 TEST_CASE("spawn path: an interpreter without a shared libpython runs a fresh one per run",
