@@ -109,7 +109,17 @@ if [ -x bench/run.sh ]; then
   suite "bench --quick" bench/run.sh --quick
 fi
 
-if [ -n "$docker_started" ]; then kill "$docker_started"; wait "$docker_started" 2>/dev/null; fi
+if [ -n "$docker_started" ]; then
+  kill "$docker_started"
+  wait "$docker_started" 2>/dev/null
+  # The daemon's log says why when a docker suite failed; otherwise it is not kept.
+  if [[ " ${failures[*]} " == *docker* ]]; then
+    echo "--- the end of dockerd's log ($docker_log) ---" >&2
+    tail -n 40 "$docker_log" >&2
+  else
+    rm -f "$docker_log"
+  fi
+fi
 
 ((failed)) && echo "failed suites: ${failures[*]}" >&2
 echo "suites: $passed passed, $failed failed"
