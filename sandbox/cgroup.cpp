@@ -14,6 +14,7 @@
 #include <memory>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "sandbox/read_file.h"
 #include "sandbox/setup_error.h"
@@ -32,6 +33,14 @@ int write_file(const std::string& path, std::string_view text) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd) return errno;
   // cgroup files report a rejected value from write() itself.
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) return errno;
+  return 0;
+}
+
+// As write_file, for a file of the directory `dir_fd` (no walk of the whole path).
+int write_file_at(int dir_fd, const char* name, std::string_view text) {
+  UniqueFd fd(::openat(dir_fd, name, O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
   if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) return errno;
   return 0;
 }
@@ -434,6 +443,8 @@ RunCgroup RunCgroup::create(const CgroupSetup& setup, std::string_view name,
   RunCgroup cg;
   cg.version_ = setup.version;
   if (setup.version == CgroupVersion::none) return cg;
+  // Each directory is walked to once, by its full path, and held (O_PATH): its files are opened
+  // from there, here and for the run's join, counters and stats.
   auto make = [&](const std::string& parent) {
     const std::string dir = parent + "/" + std::string(name);
     if (::mkdir(dir.c_str(), 0755) != 0) {
@@ -447,66 +458,67 @@ RunCgroup RunCgroup::create(const CgroupSetup& setup, std::string_view name,
                          std::strerror(err));
       }
     }
-    cg.dirs_.push_back(dir);
-    return dir;
-  };
-  auto set = [&](const std::string& file, const std::string& value) {
-    if (int err = write_file(file, value); err != 0) {
-      throw SetupError("sandbox: cannot set " + file + " to " + value + ": " +
-                       std::strerror(err));
+    cg.dirs_.push_back(dir);  // from here on the destructor removes it
+    UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) {
+      throw SetupError("sandbox: cannot open the run's cgroup " + dir + ": " + std::strerror(errno));
     }
+    cg.dir_fds_.push_back(std::move(fd));
+    return static_cast<int>(cg.dirs_.size() - 1);
+  };
+  // `optional`: a file this kernel may not have (no swap accounting, no memory.oom.group).
+  auto set = [&](int at, const char* file, const std::string& value, bool optional = false) {
+    const int err = write_file_at(cg.dir_fds_[at].get(), file, value);
+    if (err == 0 || (optional && err == ENOENT)) return;
+    throw SetupError("sandbox: cannot set " + cg.dirs_[at] + "/" + file + " to " + value + ": " +
+                     std::strerror(err));
   };
   const std::string memory = std::to_string(limits.memory_bytes);
   const std::string pids = std::to_string(limits.max_processes);
   if (setup.version == CgroupVersion::v2) {
-    const std::string dir = make(setup.memory_parent);
-    cg.memory_dir_ = cg.pids_dir_ = dir;
+    const int dir = make(setup.memory_parent);
+    cg.memory_at_ = cg.pids_at_ = dir;
     if (limits.memory_bytes > 0) {
-      set(dir + "/memory.max", memory);
-      if (exists(dir + "/memory.swap.max")) set(dir + "/memory.swap.max", "0");
+      set(dir, "memory.max", memory);
+      set(dir, "memory.swap.max", "0", true);
       // An OOM kill takes the whole run, not a random process of it.
-      if (exists(dir + "/memory.oom.group")) set(dir + "/memory.oom.group", "1");
+      set(dir, "memory.oom.group", "1", true);
     }
-    if (limits.max_processes > 0) set(dir + "/pids.max", pids);
+    if (limits.max_processes > 0) set(dir, "pids.max", pids);
     return cg;
   }
   if (setup.limits_memory()) {
-    const std::string dir = make(setup.memory_parent);
-    cg.memory_dir_ = dir;
+    const int dir = make(setup.memory_parent);
+    cg.memory_at_ = dir;
     if (limits.memory_bytes > 0) {
-      set(dir + "/memory.limit_in_bytes", memory);
+      set(dir, "memory.limit_in_bytes", memory);
       // memsw (memory + swap) >= limit_in_bytes; equal means no swap.
-      if (setup.swap_limited) set(dir + "/memory.memsw.limit_in_bytes", memory);
+      if (setup.swap_limited) set(dir, "memory.memsw.limit_in_bytes", memory);
     }
   }
   if (setup.limits_processes()) {
-    const std::string dir = make(setup.pids_parent);
-    cg.pids_dir_ = dir;
-    if (limits.max_processes > 0) set(dir + "/pids.max", pids);
+    const int dir = make(setup.pids_parent);
+    cg.pids_at_ = dir;
+    if (limits.max_processes > 0) set(dir, "pids.max", pids);
   }
   return cg;
 }
 
 RunCgroup::RunCgroup(RunCgroup&& other) noexcept
     : version_(other.version_),
-      memory_dir_(std::move(other.memory_dir_)),
-      pids_dir_(std::move(other.pids_dir_)),
-      dirs_(std::move(other.dirs_)) {
-  other.dirs_.clear();
-  other.memory_dir_.clear();
-  other.pids_dir_.clear();
-}
+      memory_at_(std::exchange(other.memory_at_, -1)),
+      pids_at_(std::exchange(other.pids_at_, -1)),
+      dirs_(std::exchange(other.dirs_, {})),
+      dir_fds_(std::exchange(other.dir_fds_, {})) {}
 
 RunCgroup& RunCgroup::operator=(RunCgroup&& other) noexcept {
   if (this != &other) {
     remove();
     version_ = other.version_;
-    memory_dir_ = std::move(other.memory_dir_);
-    pids_dir_ = std::move(other.pids_dir_);
-    dirs_ = std::move(other.dirs_);
-    other.dirs_.clear();
-    other.memory_dir_.clear();
-    other.pids_dir_.clear();
+    memory_at_ = std::exchange(other.memory_at_, -1);
+    pids_at_ = std::exchange(other.pids_at_, -1);
+    dirs_ = std::exchange(other.dirs_, {});
+    dir_fds_ = std::exchange(other.dir_fds_, {});
   }
   return *this;
 }
@@ -518,14 +530,13 @@ JoinFds RunCgroup::open_join_fds() const {
   // v1: the thread-level "tasks" file. Moving a whole thread group (cgroup.procs) write-locks
   // the global threadgroup rwsem, an RCU grace period: 3-11 ms here against 0.1-0.2 ms for the
   // calling thread alone, and the joining process has exactly one thread.
-  const char* file = version_ == CgroupVersion::v1 ? "/tasks" : "/cgroup.procs";
-  for (const auto& dir : dirs_) {
-    const std::string path = dir + file;
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const char* file = version_ == CgroupVersion::v1 ? "tasks" : "cgroup.procs";
+  for (std::size_t i = 0; i < dirs_.size(); ++i) {
+    const int fd = ::openat(dir_fds_[i].get(), file, O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
       const int err = errno;
       JoinFds opened(std::move(fds));  // closes what was opened so far
-      throw SetupError("sandbox: cannot open " + path + ": " + std::strerror(err));
+      throw SetupError("sandbox: cannot open " + dirs_[i] + "/" + file + ": " + std::strerror(err));
     }
     fds.push_back(fd);
   }
@@ -535,33 +546,37 @@ JoinFds RunCgroup::open_join_fds() const {
 namespace {
 
 // The files of a run's limit counters (memory limit hits, OOM kills, refused forks), and with
-// `everything` also its usage (peaks, memory in use, CPU): what read_stats() reads.
-std::vector<std::pair<CgroupCounters::File, std::string>> counter_files(CgroupVersion version,
-                                                                       const std::string& memory_dir,
-                                                                       const std::string& pids_dir,
-                                                                       bool everything) {
+// `everything` also its usage (peaks, memory in use, CPU): what read_stats() reads. Each is
+// (which counter, in the memory directory or else the pids one, its name there).
+struct CounterFile {
+  CgroupCounters::File file;
+  bool in_memory_dir;
+  const char* name;
+};
+
+std::vector<CounterFile> counter_files(CgroupVersion version, bool memory, bool pids, bool everything) {
   using File = CgroupCounters::File;
-  std::vector<std::pair<File, std::string>> files;
+  std::vector<CounterFile> files;
   if (version == CgroupVersion::v2) {
-    files.emplace_back(File::memory_events, memory_dir + "/memory.events");
+    files.push_back({File::memory_events, true, "memory.events"});
     if (everything) {
-      files.emplace_back(File::memory_peak, memory_dir + "/memory.peak");
-      files.emplace_back(File::memory_current, memory_dir + "/memory.current");
+      files.push_back({File::memory_peak, true, "memory.peak"});
+      files.push_back({File::memory_current, true, "memory.current"});
       // Every v2 cgroup has cpu.stat, with or without the cpu controller.
-      files.emplace_back(File::cpu_stat, memory_dir + "/cpu.stat");
+      files.push_back({File::cpu_stat, true, "cpu.stat"});
     }
-  } else if (!memory_dir.empty()) {
-    files.emplace_back(File::memory_failcnt, memory_dir + "/memory.failcnt");
-    files.emplace_back(File::memory_failcnt, memory_dir + "/memory.memsw.failcnt");
-    files.emplace_back(File::memory_oom_control, memory_dir + "/memory.oom_control");
+  } else if (memory) {
+    files.push_back({File::memory_failcnt, true, "memory.failcnt"});
+    files.push_back({File::memory_failcnt, true, "memory.memsw.failcnt"});
+    files.push_back({File::memory_oom_control, true, "memory.oom_control"});
     if (everything) {
-      files.emplace_back(File::memory_peak, memory_dir + "/memory.max_usage_in_bytes");
-      files.emplace_back(File::memory_current, memory_dir + "/memory.usage_in_bytes");
+      files.push_back({File::memory_peak, true, "memory.max_usage_in_bytes"});
+      files.push_back({File::memory_current, true, "memory.usage_in_bytes"});
     }
   }
-  if (!pids_dir.empty()) {
-    files.emplace_back(File::pids_events, pids_dir + "/pids.events");
-    if (everything) files.emplace_back(File::pids_peak, pids_dir + "/pids.peak");
+  if (pids) {
+    files.push_back({File::pids_events, false, "pids.events"});
+    if (everything) files.push_back({File::pids_peak, false, "pids.peak"});
   }
   return files;
 }
@@ -599,25 +614,23 @@ void add_counters(CgroupCounters::File file, const std::string& text, CgroupStat
   }
 }
 
-CgroupCounters open_files(const std::vector<std::pair<CgroupCounters::File, std::string>>& files) {
-  CgroupCounters counters;
-  for (const auto& [file, path] : files) {
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd) counters.add(file, std::move(fd));
-  }
-  return counters;
-}
-
 }  // namespace
 
 CgroupStats RunCgroup::read_stats() const { return open_stats().read(); }
 
-CgroupCounters RunCgroup::open_stats() const {
-  return open_files(counter_files(version_, memory_dir_, pids_dir_, true));
-}
+CgroupCounters RunCgroup::open_stats() const { return open_counter_files(true); }
 
-CgroupCounters RunCgroup::open_counters() const {
-  return open_files(counter_files(version_, memory_dir_, pids_dir_, false));
+CgroupCounters RunCgroup::open_counters() const { return open_counter_files(false); }
+
+CgroupCounters RunCgroup::open_counter_files(bool everything) const {
+  CgroupCounters counters;
+  const bool memory = memory_at_ >= 0, pids = pids_at_ >= 0;
+  for (const auto& f : counter_files(version_, memory, pids, everything)) {
+    const int at = f.in_memory_dir ? memory_at_ : pids_at_;
+    UniqueFd fd(::openat(dir_fds_[at].get(), f.name, O_RDONLY | O_CLOEXEC));
+    if (fd) counters.add(f.file, std::move(fd));
+  }
+  return counters;
 }
 
 void CgroupCounters::add(File file, UniqueFd fd) { files_.emplace_back(file, std::move(fd)); }
@@ -656,13 +669,17 @@ void RunCgroup::kill_all() const {
 bool RunCgroup::remove() {
   bool ok = true;
   std::vector<std::string> left;
-  for (const auto& dir : dirs_) {
-    if (!destroy_tree(dir)) {
-      ok = false;
-      left.push_back(dir);
-    }
+  std::vector<UniqueFd> left_fds;
+  for (std::size_t i = 0; i < dirs_.size(); ++i) {
+    // Most often nothing is left in it: one rmdir. Else (processes, a sub-cgroup) the whole way.
+    if (::rmdir(dirs_[i].c_str()) == 0 || errno == ENOENT || destroy_tree(dirs_[i])) continue;
+    ok = false;
+    left.push_back(dirs_[i]);
+    left_fds.push_back(std::move(dir_fds_[i]));
   }
+  memory_at_ = pids_at_ = -1;  // nothing left to count
   dirs_ = std::move(left);
+  dir_fds_ = std::move(left_fds);
   return ok;
 }
 

@@ -140,10 +140,13 @@ class RunCgroup {
   bool remove();
 
  private:
+  CgroupCounters open_counter_files(bool everything) const;
+
   CgroupVersion version_ = CgroupVersion::none;
-  std::string memory_dir_;
-  std::string pids_dir_;
+  int memory_at_ = -1;  // index in dirs_ of the memory controller's directory (v2: the one)
+  int pids_at_ = -1;    // and of the pids controller's
   std::vector<std::string> dirs_;
+  std::vector<UniqueFd> dir_fds_;  // dirs_, opened O_PATH: their files are opened from these
 };
 
 }  // namespace sandbox
