@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -666,13 +667,23 @@ void RunCgroup::kill_all() const {
   for (int pid : pids()) ::kill(pid, SIGKILL);
 }
 
-bool RunCgroup::remove() {
+bool RunCgroup::remove(int exit_fd) {
   bool ok = true;
   std::vector<std::string> left;
   std::vector<UniqueFd> left_fds;
+  auto removed = [](const std::string& dir) { return ::rmdir(dir.c_str()) == 0 || errno == ENOENT; };
   for (std::size_t i = 0; i < dirs_.size(); ++i) {
-    // Most often nothing is left in it: one rmdir. Else (processes, a sub-cgroup) the whole way.
-    if (::rmdir(dirs_[i].c_str()) == 0 || errno == ENOENT || destroy_tree(dirs_[i])) continue;
+    // Most often nothing is left in it: one rmdir. Busy, its processes still exiting: once they
+    // are gone. Else (a process that will not go, a sub-cgroup) the whole way.
+    if (removed(dirs_[i])) continue;
+    if (errno == EBUSY && exit_fd >= 0) {
+      pollfd gone{exit_fd, POLLIN, 0};
+      while (::poll(&gone, 1, 100) < 0 && errno == EINTR) {
+      }
+      exit_fd = -1;  // waited for once
+      if (removed(dirs_[i])) continue;
+    }
+    if (destroy_tree(dirs_[i])) continue;
     ok = false;
     left.push_back(dirs_[i]);
     left_fds.push_back(std::move(dir_fds_[i]));

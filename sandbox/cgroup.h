@@ -136,8 +136,11 @@ class RunCgroup {
   std::vector<int> pids() const;  // processes in the run's cgroup(s), server's pid namespace
   void kill_all() const;          // SIGKILL to everything in the cgroup(s)
   // kill_all, wait briefly for the processes to go, rmdir. Returns false (and keeps the
-  // directories for the destructor) when something could not be removed.
-  bool remove();
+  // directories for the destructor) when something could not be removed. `exit_fd`, when given:
+  // a pidfd that turns readable once the cgroup's processes are gone (a run's init, pid 1 of
+  // their pid namespace); a directory found busy waits for it (at most 100 ms) rather than
+  // killing and polling.
+  bool remove(int exit_fd = -1);
 
  private:
   CgroupCounters open_counter_files(bool everything) const;

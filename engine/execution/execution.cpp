@@ -326,19 +326,22 @@ void Execution::finish() {
       spdlog::debug("run {}: no value or figures: result channel {}", id_, result_decoder_.error());
     }
   }
-  if (!cgroup_.empty()) {
-    evidence.cgroup = cgroup_stats_.read();
-    // rmdir can wait briefly for the kernel to let go of the run's processes: off the loop, and
-    // the counter files are closed there too, not before the answer.
-    auto cgroup = std::make_shared<sandbox::RunCgroup>(std::move(cgroup_));
-    auto counters = std::make_shared<sandbox::CgroupCounters>(std::move(cgroup_stats_));
-    asio::post(config_.cgroup_remover, [cgroup, counters]() mutable {
-      counters.reset();
-      cgroup->remove();
-    });
-  }
+  if (!cgroup_.empty()) evidence.cgroup = cgroup_stats_.read();
   // Answered at the end record: whatever is left of the run goes (its teardown included).
   if (answered_at_end_record_) ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+  if (!cgroup_.empty()) {
+    // rmdir can wait briefly for the kernel to let go of the run's processes: off the loop, and
+    // the counter files are closed there too, not before the answer. The init's pidfd goes
+    // along: a cgroup still busy with the run's exiting processes is removed once the init (the
+    // last of them) has gone, not after rounds of kill and retry.
+    auto cgroup = std::make_shared<sandbox::RunCgroup>(std::move(cgroup_));
+    auto counters = std::make_shared<sandbox::CgroupCounters>(std::move(cgroup_stats_));
+    auto init = std::make_shared<sandbox::UniqueFd>(std::move(pidfd_));
+    asio::post(config_.cgroup_remover, [cgroup, counters, init]() mutable {
+      counters.reset();
+      cgroup->remove(init->get());
+    });
+  }
   pidfd_.reset();
   launch_ = nullptr;  // (what it holds: the zygote, the session's holder)
   if (done_) {

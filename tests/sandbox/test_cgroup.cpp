@@ -17,10 +17,12 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "sandbox/cgroup.h"
 #include "sandbox/identity.h"
 #include "sandbox/setup_error.h"
+#include "sandbox/unique_fd.h"
 #include "tests/support/sandbox_fork.h"
 
 using sandbox::CgroupSetup;
@@ -337,6 +339,41 @@ TEST_CASE("remove kills a setsid daemon left in the run's cgroup", "[cgroup]") {
   });
   INFO(r.describe());
   CHECK(r.exited(0));
+}
+
+TEST_CASE("remove told what to wait on lets a run's last process exit; else kills it", "[cgroup]") {
+  Prepared p;
+  REQUIRE_CGROUPS(p);
+  for (const bool told : {true, false}) {
+    INFO((told ? "with" : "without") << " the process's pidfd");
+    RunCgroup cg = RunCgroup::create(p.setup, told ? "run-told" : "run-untold", limits(64, 16));
+    const std::vector<std::string> dirs = cg.dirs();
+    sandbox::JoinFds fds = cg.open_join_fds();
+    int ready[2];
+    REQUIRE(pipe2(ready, O_CLOEXEC) == 0);
+    const pid_t child = fork();
+    if (child == 0) {
+      sandbox::join_cgroups(fds.fds());
+      if (write(ready[1], "x", 1) != 1) _exit(3);
+      usleep(20000);  // exiting, as a run's processes are while its cgroup is removed
+      _exit(0);
+    }
+    close(ready[1]);
+    char c = 0;
+    REQUIRE(read(ready[0], &c, 1) == 1);
+    close(ready[0]);
+    sandbox::UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, child, 0)));
+    REQUIRE(pidfd);
+    CHECK(cg.remove(told ? pidfd.get() : -1));
+    for (const auto& d : dirs) CHECK_FALSE(dir_exists(d));
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    if (told) {
+      CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));  // waited for, not killed
+    } else {
+      CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+    }
+  }
 }
 
 TEST_CASE("joining through an fd works on the cgroup v2 hierarchy too", "[cgroup]") {
