@@ -621,6 +621,17 @@ CgroupStats RunCgroup::read_stats() const { return open_stats().read(); }
 
 CgroupCounters RunCgroup::open_stats() const { return open_counter_files(true); }
 
+std::int64_t RunCgroup::memory_current() const {
+  CgroupCounters counters;
+  if (memory_at_ < 0) return -1;
+  for (const auto& f : counter_files(version_, memory_at_ >= 0, false, true)) {
+    if (f.file != CgroupCounters::File::memory_current) continue;
+    UniqueFd fd(::openat(dir_fds_[memory_at_].get(), f.name, O_RDONLY | O_CLOEXEC));
+    if (fd) counters.add(f.file, std::move(fd));
+  }
+  return counters.read().memory_current_bytes;
+}
+
 CgroupCounters RunCgroup::open_counters() const { return open_counter_files(false); }
 
 CgroupCounters RunCgroup::open_counter_files(bool everything) const {

@@ -131,6 +131,7 @@ class RunCgroup {
   const std::vector<std::string>& dirs() const { return dirs_; }
   JoinFds open_join_fds() const;  // throws SetupError
   CgroupStats read_stats() const;         // open_stats().read()
+  std::int64_t memory_current() const;    // read_stats().memory_current_bytes, reading that file alone
   CgroupCounters open_stats() const;      // every file read_stats() reads; those that cannot be opened are left out
   CgroupCounters open_counters() const;  // the limit counters only
   std::vector<int> pids() const;  // processes in the run's cgroup(s), server's pid namespace

@@ -217,9 +217,9 @@ void SessionSandbox::on_gone(std::uint64_t holder_id) {
   if (holder_gone_) holder_gone_(holder_id);
 }
 
-std::optional<sandbox::CgroupStats> SessionSandbox::stats() const {
+std::optional<std::int64_t> SessionSandbox::memory_bytes() const {
   if (cgroup_.empty()) return std::nullopt;
-  return cgroup_.read_stats();
+  return cgroup_.memory_current();
 }
 
 std::optional<sandbox::CgroupStats> SessionSandbox::limit_counters() const {

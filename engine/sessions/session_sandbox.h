@@ -68,8 +68,8 @@ class SessionSandbox : public std::enable_shared_from_this<SessionSandbox> {
   void on_holder_gone(std::function<void(std::uint64_t holder_id)> callback) { holder_gone_ = std::move(callback); }
   void on_ended(std::function<void(const std::string& why)> callback) { ended_ = std::move(callback); }
 
-  // The cgroup's counters now (nullopt without a cgroup). Reads a few small files.
-  std::optional<sandbox::CgroupStats> stats() const;
+  // The memory its cgroup holds now, snapshots included (nullopt without a cgroup). One file read.
+  std::optional<std::int64_t> memory_bytes() const;
   // Only its limit counters (limit hits, OOM kills, refused forks), from files held open: what a
   // step's result compares before and after it. Empty without a cgroup.
   std::optional<sandbox::CgroupStats> limit_counters() const;

@@ -207,7 +207,7 @@ SessionInfo Sessions::info(const std::string& id) {
   out.steps_run = s.steps_run();
   out.age_seconds = std::chrono::duration_cast<std::chrono::seconds>(now - e->created).count();
   out.idle_seconds = e->busy ? 0 : std::chrono::duration_cast<std::chrono::seconds>(now - e->last_used).count();
-  if (const auto stats = s.sandbox()->stats()) out.memory_bytes = stats->memory_current_bytes;
+  if (const auto bytes = s.sandbox()->memory_bytes()) out.memory_bytes = *bytes;
   out.running = s.busy();
   out.snapshots = s.snapshots_on();
   out.forked_from = s.forked_from();

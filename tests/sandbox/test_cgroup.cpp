@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -374,6 +375,41 @@ TEST_CASE("remove told what to wait on lets a run's last process exit; else kill
       CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
     }
   }
+}
+
+TEST_CASE("memory_current reads what read_stats says of the memory in use", "[cgroup]") {
+  Prepared p;
+  REQUIRE_CGROUPS(p);
+  RunCgroup cg = RunCgroup::create(p.setup, "run-current", limits(64, 16));
+  sandbox::JoinFds fds = cg.open_join_fds();
+  int ready[2];
+  REQUIRE(pipe2(ready, O_CLOEXEC) == 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    sandbox::join_cgroups(fds.fds());
+    constexpr std::size_t kBytes = 16u << 20;
+    auto* block = static_cast<char*>(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (block == MAP_FAILED) _exit(3);
+    std::memset(block, 1, kBytes);  // charged to the run's cgroup
+    if (write(ready[1], "x", 1) != 1) _exit(4);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char c = 0;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  close(ready[0]);
+  const std::int64_t alone = cg.memory_current();
+  const std::int64_t all = cg.read_stats().memory_current_bytes;
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  if (!p.setup.limits_memory()) {
+    CHECK(alone == -1);
+    return;
+  }
+  CHECK(alone >= (16 << 20));
+  CHECK(all >= (16 << 20));
+  CHECK(std::llabs(alone - all) < (1 << 20));
 }
 
 TEST_CASE("joining through an fd works on the cgroup v2 hierarchy too", "[cgroup]") {
