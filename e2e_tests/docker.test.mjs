@@ -17,6 +17,14 @@ const skip = enabled ? false : 'set MPES_SANDBOX_BACKEND=docker (a running daemo
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const docker = (...args) => execFileSync('docker', args, { encoding: 'utf8' }).trim();
 
+// An owner as a server writes it into its directories ("<boot>:<pid>:<start> <pid namespace>"),
+// naming a process that has exited.
+function goneOwner() {
+  const boot = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  const pid = JSON.parse(execFileSync('/bin/sh', ['-c', 'echo $$'], { encoding: 'utf8' }));
+  return `${boot}:${pid}:1 ${fs.readlinkSync('/proc/self/ns/pid')}`;
+}
+
 // Containers labelled by any server: "ID OWNER NAME" lines.
 function ownedContainers() {
   const out = docker('ps', '--all', '--no-trunc', '--filter', `label=${OWNER_LABEL}`,
@@ -107,6 +115,10 @@ describe('docker backend: the server owns its containers', { skip }, () => {
     const leftover = docker('run', '-d', '--label', `${OWNER_LABEL}=gone-boot:1:1`, '--entrypoint',
       '/usr/bin/sleep', IMAGE, '600');
     const runtimeDirs = () => new Set(fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('mpes-docker-')));
+    // A runtime directory as a server killed outright leaves it: its owner a process gone.
+    const gone = fs.mkdtempSync(`${os.tmpdir()}/mpes-docker-`);
+    fs.writeFileSync(`${gone}/seccomp.json`, '{}');
+    fs.writeFileSync(`${gone}/.mpes-owner`, goneOwner());
     const dirsBefore = runtimeDirs();
     const conn = await connect(['--sandbox-backend', 'docker'], { env: { XDG_RUNTIME_DIR: '' } });
     let mine = [];
@@ -115,6 +127,7 @@ describe('docker backend: the server owns its containers', { skip }, () => {
       assert.equal(sc.stdout, 'up\n', text);
       const now = ownedContainers();
       assert.ok(!now.some((l) => l.startsWith(leftover)), `the leftover is still there: ${now.join('; ')}`);
+      assert.equal(fs.existsSync(gone), false, 'the runtime directory of a gone server is still there');
       mine = containersOf(conn.transport.pid);
       assert.ok(mine.length >= 1, 'no labelled container while the server runs');
     } finally {
@@ -124,7 +137,7 @@ describe('docker backend: the server owns its containers', { skip }, () => {
       const still = ownedContainers().filter((l) => mine.some((m) => m.split(' ')[0] === l.split(' ')[0]));
       if (still.length === 0) {
         // Nor is its runtime directory (control sockets, the seccomp profile) left behind.
-        const left = [...runtimeDirs()].filter((n) => !dirsBefore.has(n));
+        const left = [...runtimeDirs()].filter((n) => !dirsBefore.has(n) && `${os.tmpdir()}/${n}` !== gone);
         assert.deepEqual(left, [], 'the runtime directory outlived the server');
         return;
       }

@@ -393,10 +393,18 @@ describe('execute_python with --sandbox-backend none', () => {
     await conn.client.close();
     await pending;
     await assertNoSurvivors(marker);
-    // The run's init removes it; the zygote's directory (now empty) stays: nothing of the
-    // server is left to remove it.
+    // The run's init removes it; the zygote's directory stays until the next unsandboxed
+    // server, which removes those of servers that are gone.
     await assertGone(dir);
-    rmSync(path.dirname(dir), { recursive: true, force: true });
+    assert.ok(existsSync(path.dirname(dir)));
+    const next = await connect(['--sandbox-backend', 'none']);
+    try {
+      const { sc } = await run(next.client, "print('next')");
+      assert.equal(sc.stdout, 'next\n');
+      await assertGone(path.dirname(dir));
+    } finally {
+      await next.client.close();
+    }
   });
 });
 

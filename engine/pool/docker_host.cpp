@@ -17,6 +17,7 @@
 #include "engine/interpreters/discovery.h"
 #include "profiles/mpes_profiles.h"
 #include "sandbox/docker_command.h"
+#include "sandbox/owned_dirs.h"
 #include "sandbox/path_search.h"
 #include "sandbox/process.h"
 
@@ -224,13 +225,15 @@ void remove_owned_containers(const std::string& docker_path, const std::string& 
 }
 
 DockerRuntime::DockerRuntime() {
-  const char* base = std::getenv("XDG_RUNTIME_DIR");
-  std::string tmpl = std::string(base != nullptr && *base == '/' ? base : "/tmp") + "/mpes-docker-XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) {
-    throw std::runtime_error("cannot create the docker backend's runtime directory " + tmpl + ": " +
-                             std::strerror(errno));
+  const char* env = std::getenv("XDG_RUNTIME_DIR");
+  const std::string base = env != nullptr && *env == '/' ? env : "/tmp";
+  // Those of servers killed outright go first (each server removes its own when it ends).
+  sandbox::remove_dirs_of_gone_owners(base, "mpes-docker-");
+  try {
+    path_ = sandbox::make_owned_dir(base, "mpes-docker-");
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("the docker backend's runtime directory: ") + e.what());
   }
-  path_ = tmpl;
   ::chmod(path_.c_str(), 0711);
   profile_ = path_ + "/seccomp.json";
   std::ofstream out(profile_);

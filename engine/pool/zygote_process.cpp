@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
@@ -22,6 +23,7 @@
 #include "sandbox/bwrap_command.h"
 #include "sandbox/memfd.h"
 #include "sandbox/mounts.h"
+#include "sandbox/owned_dirs.h"
 
 namespace engine {
 namespace {
@@ -397,11 +399,22 @@ void ZygoteProcess::spawn() {
     // The client's own environment (DOCKER_HOST, DOCKER_CONFIG, ...); the zygote's is --env.
     spec.env = sandbox::inherited_environment();
   } else {
-    char root[] = "/tmp/mpes-none-XXXXXX";
-    if (::mkdtemp(root) == nullptr) {
-      throw std::runtime_error(errno_text("cannot create the unsandboxed runs' directory in /tmp", errno));
+    // Those of servers killed outright go first, once per server and off the event loop (each
+    // server removes its own as it reaps its zygotes).
+    static std::once_flag reclaimed;
+    std::call_once(reclaimed, [this] {
+      auto reclaim = [] { sandbox::remove_dirs_of_gone_owners("/tmp", "mpes-none-"); };
+      if (launch_.run_blocking) {
+        launch_.run_blocking(reclaim);
+      } else {
+        reclaim();
+      }
+    });
+    try {
+      work_root_ = sandbox::make_owned_dir("/tmp", "mpes-none-");
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("the unsandboxed runs' directory: ") + e.what());
     }
-    work_root_ = root;
     spec.argv = {launch_.zygote_path};
     const auto args = zygote_arguments(launch_);
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
