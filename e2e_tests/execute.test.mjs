@@ -364,15 +364,21 @@ describe('execute_python with --sandbox-backend none', () => {
     assert.equal(existsSync(dir), false, `${dir} was left behind`);
   }
 
-  test('a run in flight when the server stops leaves nothing running, nor its files', async () => {
+  // An unsandboxed server with a run in flight that has started its tree: the run's work dir.
+  async function runInFlight(kind) {
     const conn = await connect(['--sandbox-backend', 'none']);
-    const marker = `mpes-e2e-none-stop-${randomUUID()}`;
+    const marker = `mpes-e2e-none-${kind}-${randomUUID()}`;
     const file = path.join(os.tmpdir(), `${marker}.cwd`);
     const pending = run(conn.client, reportingTree(marker, file), { timeout_seconds: 60 }).catch(() => null);
     for (let i = 0; i < 200 && !processesWith(`${marker}-daemon`); i++) await sleep(25);
     assert.ok(processesWith(`${marker}-daemon`), 'the run started its processes');
     const dir = await workDirOf(file);
     assert.match(dir, /^\/tmp\/mpes-none-[^/]+\/mpes-run-/);
+    return { conn, marker, pending, dir };
+  }
+
+  test('a run in flight when the server stops leaves nothing running, nor its files', async () => {
+    const { conn, marker, pending, dir } = await runInFlight('stop');
     process.kill(conn.transport.pid, 'SIGTERM');
     await conn.client.close();
     await pending;
@@ -381,13 +387,7 @@ describe('execute_python with --sandbox-backend none', () => {
   });
 
   test('a server killed outright: the run in flight ends, and its work dir with it', async () => {
-    const conn = await connect(['--sandbox-backend', 'none']);
-    const marker = `mpes-e2e-none-kill-${randomUUID()}`;
-    const file = path.join(os.tmpdir(), `${marker}.cwd`);
-    const pending = run(conn.client, reportingTree(marker, file), { timeout_seconds: 60 }).catch(() => null);
-    for (let i = 0; i < 200 && !processesWith(`${marker}-daemon`); i++) await sleep(25);
-    assert.ok(processesWith(`${marker}-daemon`), 'the run started its processes');
-    const dir = await workDirOf(file);
+    const { conn, marker, pending, dir } = await runInFlight('kill');
     writeFileSync(path.join(dir, 'left.bin'), Buffer.alloc(4096));  // something of the run's own
     process.kill(conn.transport.pid, 'SIGKILL');
     await conn.client.close();

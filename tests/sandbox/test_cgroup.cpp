@@ -342,6 +342,26 @@ TEST_CASE("remove kills a setsid daemon left in the run's cgroup", "[cgroup]") {
   CHECK(r.exited(0));
 }
 
+// A child that joins a run's cgroup through `fds`, runs `prepare`, says so (the call returns
+// then), runs `then` and exits with what it returns.
+template <typename Prepare, typename Then>
+pid_t child_in_cgroup(const sandbox::JoinFds& fds, Prepare prepare, Then then) {
+  int ready[2];
+  REQUIRE(pipe2(ready, O_CLOEXEC) == 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    sandbox::join_cgroups(fds.fds());
+    prepare();
+    if (write(ready[1], "x", 1) != 1) _exit(100);
+    _exit(then());
+  }
+  close(ready[1]);
+  char c = 0;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  close(ready[0]);
+  return child;
+}
+
 TEST_CASE("remove told what to wait on lets a run's last process exit; else kills it", "[cgroup]") {
   Prepared p;
   REQUIRE_CGROUPS(p);
@@ -349,20 +369,11 @@ TEST_CASE("remove told what to wait on lets a run's last process exit; else kill
     INFO((told ? "with" : "without") << " the process's pidfd");
     RunCgroup cg = RunCgroup::create(p.setup, told ? "run-told" : "run-untold", limits(64, 16));
     const std::vector<std::string> dirs = cg.dirs();
-    sandbox::JoinFds fds = cg.open_join_fds();
-    int ready[2];
-    REQUIRE(pipe2(ready, O_CLOEXEC) == 0);
-    const pid_t child = fork();
-    if (child == 0) {
-      sandbox::join_cgroups(fds.fds());
-      if (write(ready[1], "x", 1) != 1) _exit(3);
+    const sandbox::JoinFds fds = cg.open_join_fds();
+    const pid_t child = child_in_cgroup(fds, [] {}, [] {
       usleep(20000);  // exiting, as a run's processes are while its cgroup is removed
-      _exit(0);
-    }
-    close(ready[1]);
-    char c = 0;
-    REQUIRE(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
+      return 0;
+    });
     sandbox::UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, child, 0)));
     REQUIRE(pidfd);
     CHECK(cg.remove(told ? pidfd.get() : -1));
@@ -381,24 +392,19 @@ TEST_CASE("memory_current reads what read_stats says of the memory in use", "[cg
   Prepared p;
   REQUIRE_CGROUPS(p);
   RunCgroup cg = RunCgroup::create(p.setup, "run-current", limits(64, 16));
-  sandbox::JoinFds fds = cg.open_join_fds();
-  int ready[2];
-  REQUIRE(pipe2(ready, O_CLOEXEC) == 0);
-  const pid_t child = fork();
-  if (child == 0) {
-    sandbox::join_cgroups(fds.fds());
-    constexpr std::size_t kBytes = 16u << 20;
-    auto* block = static_cast<char*>(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    if (block == MAP_FAILED) _exit(3);
-    std::memset(block, 1, kBytes);  // charged to the run's cgroup
-    if (write(ready[1], "x", 1) != 1) _exit(4);
-    pause();
-    _exit(0);
-  }
-  close(ready[1]);
-  char c = 0;
-  REQUIRE(read(ready[0], &c, 1) == 1);
-  close(ready[0]);
+  const sandbox::JoinFds fds = cg.open_join_fds();
+  const pid_t child = child_in_cgroup(
+      fds,
+      [] {
+        constexpr std::size_t kBytes = 16u << 20;
+        auto* block = static_cast<char*>(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        if (block == MAP_FAILED) _exit(3);
+        std::memset(block, 1, kBytes);  // charged to the run's cgroup
+      },
+      [] {
+        pause();
+        return 0;
+      });
   const std::int64_t alone = cg.memory_current();
   const std::int64_t all = cg.read_stats().memory_current_bytes;
   kill(child, SIGKILL);
