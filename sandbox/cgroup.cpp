@@ -533,7 +533,8 @@ JoinFds RunCgroup::open_join_fds() const {
   // calling thread alone, and the joining process has exactly one thread.
   const char* file = version_ == CgroupVersion::v1 ? "tasks" : "cgroup.procs";
   for (std::size_t i = 0; i < dirs_.size(); ++i) {
-    const int fd = ::openat(dir_fds_[i].get(), file, O_WRONLY | O_CLOEXEC);
+    UniqueFd dir;
+    const int fd = ::openat(dir_fd(i, dir), file, O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
       const int err = errno;
       JoinFds opened(std::move(fds));  // closes what was opened so far
@@ -624,9 +625,10 @@ CgroupCounters RunCgroup::open_stats() const { return open_counter_files(true); 
 std::int64_t RunCgroup::memory_current() const {
   CgroupCounters counters;
   if (memory_at_ < 0) return -1;
+  UniqueFd opened;
   for (const auto& f : counter_files(version_, memory_at_ >= 0, false, true)) {
     if (f.file != CgroupCounters::File::memory_current) continue;
-    UniqueFd fd(::openat(dir_fds_[memory_at_].get(), f.name, O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::openat(dir_fd(static_cast<std::size_t>(memory_at_), opened), f.name, O_RDONLY | O_CLOEXEC));
     if (fd) counters.add(f.file, std::move(fd));
   }
   return counters.read().memory_current_bytes;
@@ -637,12 +639,23 @@ CgroupCounters RunCgroup::open_counters() const { return open_counter_files(fals
 CgroupCounters RunCgroup::open_counter_files(bool everything) const {
   CgroupCounters counters;
   const bool memory = memory_at_ >= 0, pids = pids_at_ >= 0;
+  std::vector<UniqueFd> opened(dirs_.size());
   for (const auto& f : counter_files(version_, memory, pids, everything)) {
-    const int at = f.in_memory_dir ? memory_at_ : pids_at_;
-    UniqueFd fd(::openat(dir_fds_[at].get(), f.name, O_RDONLY | O_CLOEXEC));
+    const auto at = static_cast<std::size_t>(f.in_memory_dir ? memory_at_ : pids_at_);
+    UniqueFd fd(::openat(dir_fd(at, opened[at]), f.name, O_RDONLY | O_CLOEXEC));
     if (fd) counters.add(f.file, std::move(fd));
   }
   return counters;
+}
+
+void RunCgroup::close_dirs() {
+  for (auto& fd : dir_fds_) fd.reset();
+}
+
+int RunCgroup::dir_fd(std::size_t i, UniqueFd& opened) const {
+  if (dir_fds_[i]) return dir_fds_[i].get();
+  if (!opened) opened.reset(::open(dirs_[i].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  return opened.get();
 }
 
 void CgroupCounters::add(File file, UniqueFd fd) { files_.emplace_back(file, std::move(fd)); }

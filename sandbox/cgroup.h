@@ -134,6 +134,9 @@ class RunCgroup {
   std::int64_t memory_current() const;    // read_stats().memory_current_bytes, reading that file alone
   CgroupCounters open_stats() const;      // every file read_stats() reads; those that cannot be opened are left out
   CgroupCounters open_counters() const;  // the limit counters only
+  // Closes the directories held since create() (a cgroup made ahead holds no fd while it waits);
+  // what needs them later opens them again, by path, for the call.
+  void close_dirs();
   std::vector<int> pids() const;  // processes in the run's cgroup(s), server's pid namespace
   void kill_all() const;          // SIGKILL to everything in the cgroup(s)
   // kill_all, wait briefly for the processes to go, rmdir. Returns false (and keeps the
@@ -145,12 +148,14 @@ class RunCgroup {
 
  private:
   CgroupCounters open_counter_files(bool everything) const;
+  // The directory dirs_[i] as a dirfd: the one held, else one opened into `opened` for the caller.
+  int dir_fd(std::size_t i, UniqueFd& opened) const;
 
   CgroupVersion version_ = CgroupVersion::none;
   int memory_at_ = -1;  // index in dirs_ of the memory controller's directory (v2: the one)
   int pids_at_ = -1;    // and of the pids controller's
   std::vector<std::string> dirs_;
-  std::vector<UniqueFd> dir_fds_;  // dirs_, opened O_PATH: their files are opened from these
+  std::vector<UniqueFd> dir_fds_;  // dirs_, opened O_PATH until close_dirs(): their files are opened from these
 };
 
 }  // namespace sandbox

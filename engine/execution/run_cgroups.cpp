@@ -18,6 +18,7 @@ RunCgroups::Prepared RunCgroups::make(const sandbox::CgroupSetup& setup, const s
   Prepared p;
   p.cgroup = sandbox::RunCgroup::create(setup, "run-" + std::to_string(n), limits);
   p.join = p.cgroup.open_join_fds();
+  p.cgroup.close_dirs();  // no fd held while it waits; the run opens its counter files by path
   return p;
 }
 

@@ -308,25 +308,31 @@ TEST_CASE("remove kills a setsid daemon left in the run's cgroup", "[cgroup]") {
     prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
     RunCgroup cg = RunCgroup::create(p.setup, "run-daemon", limits(64, 16));
     sandbox::JoinFds fds = cg.open_join_fds();
+    int told[2];  // the intermediate says which pid the daemon got
+    if (pipe2(told, O_CLOEXEC) != 0) return 9;
     const pid_t worker = fork();
     if (worker == 0) {
       sandbox::join_cgroups(fds.fds());
       if (fork() == 0) {
         setsid();
-        if (fork() == 0) {
+        const pid_t d = fork();
+        if (d == 0) {
           for (;;) pause();
         }
+        if (write(told[1], &d, sizeof d) != static_cast<ssize_t>(sizeof d)) _exit(1);
         _exit(0);
       }
       _exit(0);
     }
+    close(told[1]);
     int status = 0;
     waitpid(worker, &status, 0);
-    // Reap the intermediate; the daemon stays (reparented to us).
-    // Up to 5 s: the intermediate exits asynchronously (slow under ASan on a busy machine).
-    for (int i = 0; i < 500 && cg.pids().size() != 1; ++i) usleep(10000);
-    if (cg.pids().size() != 1) return 10;
-    const pid_t daemon = cg.pids().front();
+    pid_t daemon = 0;
+    if (read(told[0], &daemon, sizeof daemon) != static_cast<ssize_t>(sizeof daemon)) return 8;
+    // The intermediate leaves (reparented to us, a zombie until reaped below); the daemon stays.
+    // Up to 5 s: it exits asynchronously (slow under ASan on a busy machine).
+    for (int i = 0; i < 500 && cg.pids() != std::vector<int>{daemon}; ++i) usleep(10000);
+    if (cg.pids() != std::vector<int>{daemon}) return 10;
     if (!cg.remove()) return 11;
     for (const auto& d : cg.dirs()) {
       if (dir_exists(d)) return 12;
