@@ -444,8 +444,8 @@ RunCgroup RunCgroup::create(const CgroupSetup& setup, std::string_view name,
   RunCgroup cg;
   cg.version_ = setup.version;
   if (setup.version == CgroupVersion::none) return cg;
-  // Each directory is walked to once, by its full path, and held (O_PATH): its files are opened
-  // from there, here and for the run's join, counters and stats.
+  // Each directory is walked to once, by its full path, and held (O_PATH) until close_dirs(): its
+  // files are opened from there.
   auto make = [&](const std::string& parent) {
     const std::string dir = parent + "/" + std::string(name);
     if (::mkdir(dir.c_str(), 0755) != 0) {
@@ -534,7 +534,7 @@ JoinFds RunCgroup::open_join_fds() const {
   const char* file = version_ == CgroupVersion::v1 ? "tasks" : "cgroup.procs";
   for (std::size_t i = 0; i < dirs_.size(); ++i) {
     UniqueFd dir;
-    const int fd = ::openat(dir_fd(i, dir), file, O_WRONLY | O_CLOEXEC);
+    const int fd = open_file(i, file, O_WRONLY, dir).release();
     if (fd < 0) {
       const int err = errno;
       JoinFds opened(std::move(fds));  // closes what was opened so far
@@ -623,12 +623,12 @@ CgroupStats RunCgroup::read_stats() const { return open_stats().read(); }
 CgroupCounters RunCgroup::open_stats() const { return open_counter_files(true); }
 
 std::int64_t RunCgroup::memory_current() const {
-  CgroupCounters counters;
   if (memory_at_ < 0) return -1;
-  UniqueFd opened;
-  for (const auto& f : counter_files(version_, memory_at_ >= 0, false, true)) {
+  CgroupCounters counters;
+  UniqueFd dir;
+  for (const auto& f : counter_files(version_, true, false, true)) {
     if (f.file != CgroupCounters::File::memory_current) continue;
-    UniqueFd fd(::openat(dir_fd(static_cast<std::size_t>(memory_at_), opened), f.name, O_RDONLY | O_CLOEXEC));
+    UniqueFd fd = open_file(static_cast<std::size_t>(memory_at_), f.name, O_RDONLY, dir);
     if (fd) counters.add(f.file, std::move(fd));
   }
   return counters.read().memory_current_bytes;
@@ -642,7 +642,7 @@ CgroupCounters RunCgroup::open_counter_files(bool everything) const {
   std::vector<UniqueFd> opened(dirs_.size());
   for (const auto& f : counter_files(version_, memory, pids, everything)) {
     const auto at = static_cast<std::size_t>(f.in_memory_dir ? memory_at_ : pids_at_);
-    UniqueFd fd(::openat(dir_fd(at, opened[at]), f.name, O_RDONLY | O_CLOEXEC));
+    UniqueFd fd = open_file(at, f.name, O_RDONLY, opened[at]);
     if (fd) counters.add(f.file, std::move(fd));
   }
   return counters;
@@ -652,10 +652,14 @@ void RunCgroup::close_dirs() {
   for (auto& fd : dir_fds_) fd.reset();
 }
 
-int RunCgroup::dir_fd(std::size_t i, UniqueFd& opened) const {
-  if (dir_fds_[i]) return dir_fds_[i].get();
-  if (!opened) opened.reset(::open(dirs_[i].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  return opened.get();
+UniqueFd RunCgroup::open_file(std::size_t i, const char* name, int flags, UniqueFd& dir) const {
+  int at = dir_fds_[i] ? dir_fds_[i].get() : -1;
+  if (at < 0) {
+    if (!dir) dir.reset(::open(dirs_[i].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    at = dir.get();
+  }
+  if (at >= 0) return UniqueFd(::openat(at, name, flags | O_CLOEXEC));
+  return UniqueFd(::open((dirs_[i] + "/" + name).c_str(), flags | O_CLOEXEC));  // errno says why
 }
 
 void CgroupCounters::add(File file, UniqueFd fd) { files_.emplace_back(file, std::move(fd)); }

@@ -148,8 +148,9 @@ class RunCgroup {
 
  private:
   CgroupCounters open_counter_files(bool everything) const;
-  // The directory dirs_[i] as a dirfd: the one held, else one opened into `opened` for the caller.
-  int dir_fd(std::size_t i, UniqueFd& opened) const;
+  // Opens `name` in dirs_[i]: from the directory held, else from `dir` (opened by path on first
+  // use, for the caller's further files), else by its full path; errno set when it fails.
+  UniqueFd open_file(std::size_t i, const char* name, int flags, UniqueFd& dir) const;
 
   CgroupVersion version_ = CgroupVersion::none;
   int memory_at_ = -1;  // index in dirs_ of the memory controller's directory (v2: the one)
