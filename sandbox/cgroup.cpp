@@ -29,22 +29,17 @@ struct DirCloser {
 };
 using DirPtr = std::unique_ptr<DIR, DirCloser>;
 
-// 0 on success, else errno.
-int write_file(const std::string& path, std::string_view text) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+// Writes `text` to the file `name` of the directory `dir_fd` (AT_FDCWD: `name` is a path). 0 on
+// success, else errno.
+int write_file_at(int dir_fd, const char* name, std::string_view text) {
+  UniqueFd fd(::openat(dir_fd, name, O_WRONLY | O_CLOEXEC));
   if (!fd) return errno;
   // cgroup files report a rejected value from write() itself.
   if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) return errno;
   return 0;
 }
 
-// As write_file, for a file of the directory `dir_fd` (no walk of the whole path).
-int write_file_at(int dir_fd, const char* name, std::string_view text) {
-  UniqueFd fd(::openat(dir_fd, name, O_WRONLY | O_CLOEXEC));
-  if (!fd) return errno;
-  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) return errno;
-  return 0;
-}
+int write_file(const std::string& path, std::string_view text) { return write_file_at(AT_FDCWD, path.c_str(), text); }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 

@@ -1,6 +1,5 @@
 #include "sandbox/owned_dirs.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <stdexcept>
 #include <system_error>
 
@@ -34,10 +32,6 @@ std::string read_owner(int dir_fd) {
   const ssize_t n = ::read(fd.get(), buf, sizeof buf);
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
 }
-
-struct DirCloser {
-  void operator()(DIR* d) const { ::closedir(d); }
-};
 
 }  // namespace
 
@@ -71,21 +65,18 @@ std::string make_owned_dir(const std::string& base, std::string_view prefix) {
 
 std::vector<std::string> remove_dirs_of_gone_owners(const std::string& base, std::string_view prefix) {
   std::vector<std::string> gone;
-  std::unique_ptr<DIR, DirCloser> d(::opendir(base.c_str()));
-  if (!d) return gone;
-  while (dirent* e = ::readdir(d.get())) {
-    const std::string_view name(e->d_name);
-    if (!name.starts_with(prefix)) continue;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    if (!entry.path().filename().string().starts_with(prefix)) continue;
     // Opened without following a link; ours (this uid) and a directory, or not considered.
-    UniqueFd dir(::openat(::dirfd(d.get()), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd dir(::open(entry.path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     struct stat st {};
     if (!dir || ::fstat(dir.get(), &st) != 0 || st.st_uid != ::geteuid()) continue;
     const std::string owner = read_owner(dir.get());
     bool judged = false;
     if (owner.empty() || directory_owner_alive(owner, judged) || !judged) continue;
-    gone.push_back(base + "/" + std::string(name));
+    gone.push_back(entry.path().string());
   }
-  d.reset();
   for (const auto& path : gone) {
     std::error_code ignored;
     std::filesystem::remove_all(path, ignored);  // links inside are removed, never followed

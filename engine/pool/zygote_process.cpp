@@ -28,6 +28,12 @@
 namespace engine {
 namespace {
 
+// An unsandboxed zygote's directory, with whatever its runs left there.
+void remove_work_root(const std::string& root) {
+  std::error_code ignored;
+  std::filesystem::remove_all(root, ignored);
+}
+
 constexpr const char* kNoFdsForSpare =
     "the server is out of file descriptors (it could not receive a spare's pidfd and hand-off "
     "socket; raise ulimit -n)";
@@ -221,8 +227,7 @@ ZygoteProcess::~ZygoteProcess() {
   // child_ (last resort: normally stop() and the exit watch reap it) kills and reaps its group.
   if (!work_root_.empty()) {
     child_.reset();  // first: nothing of it may still be writing there
-    std::error_code ec;
-    std::filesystem::remove_all(work_root_, ec);
+    remove_work_root(work_root_);
   }
 }
 
@@ -295,10 +300,7 @@ void ZygoteProcess::release_network() {
 void ZygoteProcess::release_work_root() {
   if (work_root_.empty()) return;
   // What the runs left there may be large: removed off the event loop.
-  auto remove = [root = std::exchange(work_root_, {})] {
-    std::error_code ec;
-    std::filesystem::remove_all(root, ec);
-  };
+  auto remove = [root = std::exchange(work_root_, {})] { remove_work_root(root); };
   if (launch_.run_blocking) {
     launch_.run_blocking(std::move(remove));
   } else {
