@@ -446,6 +446,7 @@ describe('faults', () => {
         // A call the server could not start says why; nothing is answered with a broken result.
         assert.equal(result.isError, true, text);
         assert.match(text, /file descriptors|too many open files|EMFILE/i, text);
+        assert.match(text, /ulimit -n/, `a refusal for want of fds names the limit to raise: ${text}`);
       }
       assert.ok(ok >= 1, 'some calls ran');
       t.diagnostic(`${ok} of 16 ran; the others: ${[...reasons].join(' | ') || '-'}`);

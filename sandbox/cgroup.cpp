@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "sandbox/os_error.h"
 #include "sandbox/read_file.h"
 #include "sandbox/setup_error.h"
 #include "sandbox/unique_fd.h"
@@ -191,8 +192,6 @@ std::string join_mount(const MountEntry& m, const std::string& own) {
   return m.mount_point + rel;
 }
 
-std::string errno_text(int err) { return std::strerror(err); }
-
 }  // namespace
 
 // ---- detection --------------------------------------------------------------------------
@@ -265,7 +264,8 @@ std::optional<CgroupSetup> try_v2(const std::string& own, std::string_view tag, 
   if (!enabled) {
     // The "no internal processes" rule: move ourselves into a leaf before enabling.
     if (!make_dir(leaf)) {
-      why = "cannot create " + leaf + ": " + errno_text(errno);
+      const int err = errno;
+      why = "cannot create " + leaf + ": " + errno_text(err);
       return std::nullopt;
     }
     if (int err = write_file(leaf + "/cgroup.procs", "0"); err != 0) {
@@ -285,7 +285,8 @@ std::optional<CgroupSetup> try_v2(const std::string& own, std::string_view tag, 
   }
   const std::string parent = own + "/" + std::string(tag);
   if (!make_dir(parent)) {
-    why = "cannot create " + parent + ": " + errno_text(errno);
+    const int err = errno;
+    why = "cannot create " + parent + ": " + errno_text(err);
     return std::nullopt;
   }
   if (int err = write_file(own + "/" + std::string(tag) + "/cgroup.subtree_control",
@@ -341,7 +342,8 @@ CgroupSetup prepare(const CgroupHierarchies& where, std::string_view tag, bool d
     if (!prefix.empty()) remove_stale(own, prefix);
     const std::string parent = own + "/" + std::string(tag);
     if (!make_dir(parent)) {
-      problems.push_back("cannot create " + parent + ": " + errno_text(errno));
+      const int err = errno;
+      problems.push_back("cannot create " + parent + ": " + errno_text(err));
       return "";
     }
     return parent;
@@ -425,7 +427,7 @@ void join_cgroups(const std::vector<int>& fds) {
     if (::write(fd, "0", 1) != 1) {
       const int err = errno;
       throw SetupError(std::string("sandbox: joining the run's cgroup failed: ") +
-                       std::strerror(err) +
+                       errno_text(err) +
                        (err == ENOENT ? " (kernel < 5.16 checks the writer's cgroup namespace)"
                                       : ""));
     }
@@ -451,13 +453,14 @@ RunCgroup RunCgroup::create(const CgroupSetup& setup, std::string_view name,
       }
       if (err != 0) {
         throw SetupError("sandbox: cannot create the run's cgroup " + dir + ": " +
-                         std::strerror(err));
+                         errno_text(err));
       }
     }
     cg.dirs_.push_back(dir);  // from here on the destructor removes it
     UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!fd) {
-      throw SetupError("sandbox: cannot open the run's cgroup " + dir + ": " + std::strerror(errno));
+      const int err = errno;
+      throw SetupError("sandbox: cannot open the run's cgroup " + dir + ": " + errno_text(err));
     }
     cg.dir_fds_.push_back(std::move(fd));
     return static_cast<int>(cg.dirs_.size() - 1);
@@ -467,7 +470,7 @@ RunCgroup RunCgroup::create(const CgroupSetup& setup, std::string_view name,
     const int err = write_file_at(cg.dir_fds_[at].get(), file, value);
     if (err == 0 || (optional && err == ENOENT)) return;
     throw SetupError("sandbox: cannot set " + cg.dirs_[at] + "/" + file + " to " + value + ": " +
-                     std::strerror(err));
+                     errno_text(err));
   };
   const std::string memory = std::to_string(limits.memory_bytes);
   const std::string pids = std::to_string(limits.max_processes);
@@ -533,7 +536,7 @@ JoinFds RunCgroup::open_join_fds() const {
     if (fd < 0) {
       const int err = errno;
       JoinFds opened(std::move(fds));  // closes what was opened so far
-      throw SetupError("sandbox: cannot open " + dirs_[i] + "/" + file + ": " + std::strerror(err));
+      throw SetupError("sandbox: cannot open " + dirs_[i] + "/" + file + ": " + errno_text(err));
     }
     fds.push_back(fd);
   }

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sandbox/memfd.h"
+#include "sandbox/os_error.h"
 #include "sandbox/proc_tree.h"
 
 namespace engine {
@@ -27,11 +28,9 @@ namespace {
 using sandbox::UniqueFd;
 using Clock = std::chrono::steady_clock;
 
-// "what: strerror", and what to do when the server is out of fds.
+// "what: strerror" (with what to do when the server is out of fds).
 std::runtime_error os_error(const char* what, int err) {
-  std::string text = std::string(what) + ": " + std::strerror(err);
-  if (err == EMFILE || err == ENFILE) text += " (the server has reached its open-file limit, ulimit -n)";
-  return std::runtime_error(text);
+  return std::runtime_error(sandbox::errno_text(what, err));
 }
 
 // Sealed: the run reads exactly what was sent, and nothing can write to it.

@@ -10,13 +10,11 @@
 #include <stdexcept>
 
 #include "sandbox/mounts.h"
+#include "sandbox/os_error.h"
 
 namespace engine {
-namespace {
 
-std::string errno_text(const std::string& what, int err) { return what + ": " + std::strerror(err); }
-
-}  // namespace
+using sandbox::errno_text;
 
 ControlListener listen_for_zygote(const std::string& runtime_dir) {
   ControlListener out;

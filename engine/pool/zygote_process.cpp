@@ -23,6 +23,7 @@
 #include "sandbox/bwrap_command.h"
 #include "sandbox/memfd.h"
 #include "sandbox/mounts.h"
+#include "sandbox/os_error.h"
 #include "sandbox/owned_dirs.h"
 
 namespace engine {
@@ -38,15 +39,13 @@ constexpr const char* kNoFdsForSpare =
     "the server is out of file descriptors (it could not receive a spare's pidfd and hand-off "
     "socket; raise ulimit -n)";
 
+using sandbox::errno_text;
 using sandbox::UniqueFd;
 
 constexpr const char* kZygoteInside = "/run/mpes/zygote";
 constexpr const char* kEnvInside = "/run/mpes/env";
 constexpr std::size_t kStderrTailBytes = 2048;
 
-std::string errno_text(const std::string& what, int err) {
-  return what + ": " + std::strerror(err);
-}
 
 std::string parent_dir(const std::string& path) {
   const auto slash = path.rfind('/');
@@ -612,9 +611,7 @@ bool ZygoteProcess::run(std::uint64_t run_id, std::uint32_t timeout_seconds, std
       // Out of fds (EMFILE): the run fails with that reason; nothing is sent or leaked.
       const int err = errno;
       for (int d : out.fds) ::close(d);
-      std::string why = errno_text("cannot pass the run's files to the zygote", err);
-      if (err == EMFILE || err == ENFILE) why += " (the server has reached its open-file limit, ulimit -n)";
-      if (callbacks.failed) callbacks.failed(why);
+      if (callbacks.failed) callbacks.failed(errno_text("cannot pass the run's files to the zygote", err));
       return true;
     }
     out.fds.push_back(dup);

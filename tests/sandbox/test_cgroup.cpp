@@ -188,6 +188,32 @@ TEST_CASE("a run cgroup carries the limits and is removed", "[cgroup]") {
   for (const auto& d : dirs) CHECK_FALSE(dir_exists(d));
 }
 
+TEST_CASE("a run cgroup that cannot be made for want of descriptors says which limit to raise", "[cgroup]") {
+  Prepared p;
+  REQUIRE_CGROUPS(p);
+  const ChildResult r = run_in_child([&] {
+    // Every descriptor this process may have is in use: the cgroup's directory cannot be opened.
+    std::vector<sandbox::UniqueFd> held;
+    for (;;) {
+      sandbox::UniqueFd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (!fd) break;
+      held.push_back(std::move(fd));
+    }
+    if (errno != EMFILE) return 3;
+    try {
+      RunCgroup cg = RunCgroup::create(p.setup, "run-no-fds", limits(48, 16));
+    } catch (const sandbox::SetupError& e) {
+      test_support::report(e.what());
+      return 0;
+    }
+    return 4;
+  });
+  INFO(r.describe());
+  REQUIRE(r.exited(0));
+  CHECK(r.report.find("Too many open files") != std::string::npos);
+  CHECK(r.report.find("raise ulimit -n") != std::string::npos);
+}
+
 TEST_CASE("an unprivileged child in its own namespaces joins through the server's fds",
           "[cgroup]") {
   Prepared p;
