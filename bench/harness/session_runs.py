@@ -1,6 +1,8 @@
 """Sessions on the server under test, over its stdio MCP connection: a step in a warm session
 (`x + 1`) against the protocol's own cost (`list_sessions`, answered without running anything),
-`reset_session`, `fork_session`, and the memory each snapshot of a pandas session adds."""
+the same step with snapshots off (run in place: no fork, no page copies, so what a snapshot adds
+is the difference), `reset_session`, `fork_session`, and the memory each snapshot of a pandas
+session adds."""
 
 from __future__ import annotations
 
@@ -17,6 +19,11 @@ SNAPSHOT_STEPS = 6
 # comes far later than this, and the step finds the session as it then does (its next process
 # forked and rehearsed ahead), where the step of the main row comes right after a rewind.
 IDLE_SECONDS = 0.02
+# A thread left running makes every later step of a session run in place (a process with threads
+# cannot be forked safely): the step without the snapshot's fork.
+THREAD_SCRIPT = ("import threading, time\n"
+                 "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n"
+                 "x = 1")
 
 
 def _call(server, name: str, arguments: dict, timeout: float = 120.0) -> tuple[dict, int]:
@@ -41,6 +48,42 @@ def _memory_bytes(server, session_id: str) -> Optional[int]:
     return None
 
 
+def _step(server, sid: str, snapshots: bool) -> int:
+    o, step_ns = _call(server, "execute_python", {"session_id": sid, "script": "x + 1"})
+    st = o["structured"] or {}
+    if st.get("return_value", {}).get("repr") != "2":
+        raise HarnessError(f"a step answered {o['text'][:200]}")
+    if st.get("session", {}).get("snapshots") is not snapshots:
+        raise HarnessError(f"a step was to run with snapshots {'on' if snapshots else 'off'}: {o['text'][-300:]}")
+    return step_ns
+
+
+def _in_place(server, warmup: int, iterations: int) -> dict:
+    """Steps with snapshots off, back to back and after IDLE_SECONDS, each against
+    `list_sessions` measured in the same loop."""
+    sid = _create(server, [])
+    _call(server, "execute_python", {"session_id": sid, "script": THREAD_SCRIPT})
+    steps, protocol, idle_steps, idle_protocol = [], [], [], []
+    for i in range(warmup + iterations):
+        step_ns = _step(server, sid, snapshots=False)
+        _, list_ns = _call(server, "list_sessions", {})
+        if i >= warmup:
+            steps.append(step_ns)
+            protocol.append(list_ns)
+    for i in range(warmup + iterations):
+        time.sleep(IDLE_SECONDS)
+        step_ns = _step(server, sid, snapshots=False)
+        time.sleep(IDLE_SECONDS)
+        _, list_ns = _call(server, "list_sessions", {})
+        if i >= warmup:
+            idle_steps.append(step_ns)
+            idle_protocol.append(list_ns)
+    _call(server, "close_session", {"session_id": sid})
+    return {"in_place_step_ms": summarize_ns(steps), "in_place_protocol_ms": summarize_ns(protocol),
+            "idle_in_place_step_ms": summarize_ns(idle_steps),
+            "idle_in_place_protocol_ms": summarize_ns(idle_protocol)}
+
+
 def measure(session, warmup: int, iterations: int) -> dict:
     """The session rows. Errors are reported in the result, never raised."""
     server = session.server
@@ -50,9 +93,7 @@ def measure(session, warmup: int, iterations: int) -> dict:
         _call(server, "execute_python", {"session_id": sid, "script": "x = 1"})
         steps, protocol, resets, forks = [], [], [], []
         for i in range(warmup + iterations):
-            o, step_ns = _call(server, "execute_python", {"session_id": sid, "script": "x + 1"})
-            if (o["structured"] or {}).get("return_value", {}).get("repr") != "2":
-                raise HarnessError(f"a step answered {o['text'][:200]}")
+            step_ns = _step(server, sid, snapshots=True)
             _, list_ns = _call(server, "list_sessions", {})
             # Back to step 1 each time, so that the rewind always drops one step.
             _, reset_ns = _call(server, "reset_session", {"session_id": sid, "step": 1})
@@ -68,9 +109,7 @@ def measure(session, warmup: int, iterations: int) -> dict:
         idle_steps, idle_protocol = [], []
         for i in range(warmup + iterations):
             time.sleep(IDLE_SECONDS)
-            o, step_ns = _call(server, "execute_python", {"session_id": sid, "script": "x + 1"})
-            if (o["structured"] or {}).get("return_value", {}).get("repr") != "2":
-                raise HarnessError(f"a step answered {o['text'][:200]}")
+            step_ns = _step(server, sid, snapshots=True)
             _call(server, "reset_session", {"session_id": sid, "step": 1})
             time.sleep(IDLE_SECONDS)
             _, list_ns = _call(server, "list_sessions", {})
@@ -84,6 +123,7 @@ def measure(session, warmup: int, iterations: int) -> dict:
         out["idle_protocol_ms"] = summarize_ns(idle_protocol)
         out["reset_ms"] = summarize_ns(resets)
         out["fork_ms"] = summarize_ns(forks)
+        out.update(_in_place(server, warmup, iterations))
         out.update(over_protocol(out))
     except (HarnessError, RequestTimeout, ServerExited, KeyError, TypeError) as e:
         out["error"] = f"session latency: {e}"
@@ -118,6 +158,10 @@ def over_protocol(rows: dict) -> dict:
     if rows.get("idle_step_ms"):
         baseline = rows.get("idle_protocol_ms") or rows["protocol_ms"]
         out["idle_step_over_protocol_ms"] = rows["idle_step_ms"]["p50"] - baseline["p50"]
+    for step, protocol in (("in_place_step_ms", "in_place_protocol_ms"),
+                           ("idle_in_place_step_ms", "idle_in_place_protocol_ms")):
+        if rows.get(step) and rows.get(protocol):
+            out[step.replace("_ms", "_over_protocol_ms")] = rows[step]["p50"] - rows[protocol]["p50"]
     return out
 
 
@@ -134,6 +178,8 @@ def section(results: dict, ms) -> list[str]:
                        ("step_ms", "a step in a warm session (`x + 1`)"),
                        ("idle_protocol_ms", f"`list_sessions`, the connection idle {IDLE_SECONDS * 1000:.0f} ms before it"),
                        ("idle_step_ms", f"the step, the session idle {IDLE_SECONDS * 1000:.0f} ms before it"),
+                       ("in_place_step_ms", "the step with snapshots off (run in place: no fork), back to back"),
+                       ("idle_in_place_step_ms", f"the step with snapshots off, the session idle {IDLE_SECONDS * 1000:.0f} ms before it"),
                        ("reset_ms", "`reset_session` (one step back)"),
                        ("fork_ms", "`fork_session`")):
         v = s.get(key)
@@ -147,6 +193,12 @@ def section(results: dict, ms) -> list[str]:
             idle_text += " (over `list_sessions` after the same idle)"
     lines += ["", f"A step costs {ms(s.get('step_over_protocol_ms'))} ms (p50) over the protocol's own cost "
               f"(target ≤ 0.5 ms){idle_text}; a rewind or a fork, target ≤ 2 ms.", ""]
+    in_place, idle_in_place = s.get("in_place_step_over_protocol_ms"), s.get("idle_in_place_step_over_protocol_ms")
+    if in_place is not None:
+        lines += [f"With snapshots off (the session's interpreter runs a thread, so steps run in place: no fork, "
+                  f"no page copies) the same step costs {ms(in_place)} ms over `list_sessions` measured alongside"
+                  + (f", {ms(idle_in_place)} ms after the same idle" if idle_in_place is not None else "")
+                  + ": what taking the snapshot adds is the difference.", ""]
     m = s.get("snapshot_memory") or {}
     if m.get("per_snapshot_kib") is not None:
         lines += [f"Memory per snapshot of a pandas session (a 10⁶-row DataFrame, {m['steps']} small steps): "

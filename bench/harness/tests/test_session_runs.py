@@ -35,6 +35,25 @@ class OverProtocolTest(unittest.TestCase):
                       "0.80 ms when the session was idle before it (over `list_sessions` after the same idle)",
                       text)
 
+    def test_steps_with_snapshots_off_are_judged_against_the_list_measured_alongside_them(self):
+        rows = {"step_ms": summary(1.2), "protocol_ms": summary(0.1),
+                "in_place_step_ms": summary(0.4), "in_place_protocol_ms": summary(0.15),
+                "idle_in_place_step_ms": summary(1.1), "idle_in_place_protocol_ms": summary(0.3)}
+        got = session_runs.over_protocol(rows)
+        self.assertAlmostEqual(got["in_place_step_over_protocol_ms"], 0.25)
+        self.assertAlmostEqual(got["idle_in_place_step_over_protocol_ms"], 0.8)
+        rows.update(got)
+        text = "\n".join(session_runs.section({"sessions": rows}, ms))
+        self.assertIn("| the step with snapshots off (run in place: no fork), back to back | 10 | 0.40 |", text)
+        self.assertIn("the same step costs 0.25 ms over `list_sessions` measured alongside, 0.80 ms after the "
+                      "same idle: what taking the snapshot adds is the difference", text)
+
+    def test_results_without_in_place_rows_say_nothing_of_them(self):
+        rows = {"step_ms": summary(1.2), "protocol_ms": summary(0.1)}
+        rows.update(session_runs.over_protocol(rows))
+        self.assertNotIn("in_place_step_over_protocol_ms", rows)
+        self.assertNotIn("snapshots off", "\n".join(session_runs.section({"sessions": rows}, ms)))
+
 
 if __name__ == "__main__":
     unittest.main()
