@@ -58,26 +58,37 @@ def _step(server, sid: str, snapshots: bool) -> int:
     return step_ns
 
 
+def _after_idle(server, sid: str, snapshots: bool, warmup: int, iterations: int,
+                rewind: bool = False) -> tuple[list[int], list[int]]:
+    """Steps and `list_sessions` calls, each after IDLE_SECONDS; `rewind`: each step is undone
+    (back to step 1) before the idle that precedes the list."""
+    steps, protocol = [], []
+    for i in range(warmup + iterations):
+        time.sleep(IDLE_SECONDS)
+        step_ns = _step(server, sid, snapshots)
+        if rewind:
+            _call(server, "reset_session", {"session_id": sid, "step": 1})
+        time.sleep(IDLE_SECONDS)
+        _, list_ns = _call(server, "list_sessions", {})
+        if i >= warmup:
+            steps.append(step_ns)
+            protocol.append(list_ns)
+    return steps, protocol
+
+
 def _in_place(server, warmup: int, iterations: int) -> dict:
     """Steps with snapshots off, back to back and after IDLE_SECONDS, each against
     `list_sessions` measured in the same loop."""
     sid = _create(server, [])
     _call(server, "execute_python", {"session_id": sid, "script": THREAD_SCRIPT})
-    steps, protocol, idle_steps, idle_protocol = [], [], [], []
+    steps, protocol = [], []
     for i in range(warmup + iterations):
         step_ns = _step(server, sid, snapshots=False)
         _, list_ns = _call(server, "list_sessions", {})
         if i >= warmup:
             steps.append(step_ns)
             protocol.append(list_ns)
-    for i in range(warmup + iterations):
-        time.sleep(IDLE_SECONDS)
-        step_ns = _step(server, sid, snapshots=False)
-        time.sleep(IDLE_SECONDS)
-        _, list_ns = _call(server, "list_sessions", {})
-        if i >= warmup:
-            idle_steps.append(step_ns)
-            idle_protocol.append(list_ns)
+    idle_steps, idle_protocol = _after_idle(server, sid, False, warmup, iterations)
     _call(server, "close_session", {"session_id": sid})
     return {"in_place_step_ms": summarize_ns(steps), "in_place_protocol_ms": summarize_ns(protocol),
             "idle_in_place_step_ms": summarize_ns(idle_steps),
@@ -106,16 +117,7 @@ def measure(session, warmup: int, iterations: int) -> dict:
                 forks.append(fork_ns)
         # After the same idle, the protocol's own cost is not what it is back to back: on a
         # machine whose idle CPUs sleep, waking the server (and the client) costs more.
-        idle_steps, idle_protocol = [], []
-        for i in range(warmup + iterations):
-            time.sleep(IDLE_SECONDS)
-            step_ns = _step(server, sid, snapshots=True)
-            _call(server, "reset_session", {"session_id": sid, "step": 1})
-            time.sleep(IDLE_SECONDS)
-            _, list_ns = _call(server, "list_sessions", {})
-            if i >= warmup:
-                idle_steps.append(step_ns)
-                idle_protocol.append(list_ns)
+        idle_steps, idle_protocol = _after_idle(server, sid, True, warmup, iterations, rewind=True)
         _call(server, "close_session", {"session_id": sid})
         out["step_ms"] = summarize_ns(steps)
         out["idle_step_ms"] = summarize_ns(idle_steps)
