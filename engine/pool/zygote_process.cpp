@@ -46,7 +46,6 @@ constexpr const char* kZygoteInside = "/run/mpes/zygote";
 constexpr const char* kEnvInside = "/run/mpes/env";
 constexpr std::size_t kStderrTailBytes = 2048;
 
-
 std::string parent_dir(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);

@@ -203,6 +203,7 @@ TEST_CASE("a run cgroup that cannot be made for want of descriptors says which l
     try {
       RunCgroup cg = RunCgroup::create(p.setup, "run-no-fds", limits(48, 16));
     } catch (const sandbox::SetupError& e) {
+      held.clear();  // first: UBSan's check of the call below needs a descriptor (a pipe) itself
       test_support::report(e.what());
       return 0;
     }
