@@ -5,12 +5,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
 
 #include "sandbox/docker_command.h"
+#include "sandbox/os_error.h"
 #include "sandbox/unique_fd.h"
 
 namespace sandbox {
@@ -50,7 +50,8 @@ bool directory_owner_alive(const std::string& owner, bool& judged) {
 std::string make_owned_dir(const std::string& base, std::string_view prefix) {
   std::string path = base + "/" + std::string(prefix) + "XXXXXX";
   if (::mkdtemp(path.data()) == nullptr) {
-    throw std::runtime_error("cannot create the directory " + path + ": " + std::strerror(errno));
+    const int err = errno;
+    throw std::runtime_error(errno_text("cannot create the directory " + path, err));
   }
   const std::string owner = directory_owner();
   UniqueFd fd(::open((path + "/" + kOwnerFile).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
@@ -58,7 +59,7 @@ std::string make_owned_dir(const std::string& base, std::string_view prefix) {
     const int err = errno;
     std::error_code ignored;
     std::filesystem::remove_all(path, ignored);
-    throw std::runtime_error("cannot write the owner of " + path + ": " + std::strerror(err));
+    throw std::runtime_error(errno_text("cannot write the owner of " + path, err));
   }
   return path;
 }
