@@ -389,7 +389,7 @@ class Zygote {
   void send_exited(Child& child, z::ExitedMessage exited);
   void refuse(std::uint64_t run_id, const std::string& reason);
   [[noreturn]] void run_init(const sandbox::ChildSpec& spec);
-  [[noreturn]] void run_plain_init(const sandbox::ChildSpec& spec, const std::string& work_dir);
+  [[noreturn]] void run_plain_init(const sandbox::ChildSpec& spec, const std::string& work_dir, pid_t zygote);
   void kill_strays();
   [[noreturn]] void run_script(sandbox::ChildSpec spec);
   // The C environment of a run's script process (its cwd the work dir).
@@ -726,6 +726,7 @@ bool Zygote::create_spare(bool direct) {
   std::fflush(nullptr);  // nothing buffered may be written twice (the boot stub flushed Python's)
   if (py_) py_->PyOS_BeforeFork();
   int pidfd = -1;
+  const pid_t zygote = ::getpid();
   const pid_t pid = options_.isolate
                         ? sandbox::clone_into(sandbox::run_namespace_flags(base_spec_.own_network), &pidfd)
                         : ::fork();
@@ -742,7 +743,7 @@ bool Zygote::create_spare(bool direct) {
       ::_exit(kSetupFailedExit);
     }
     if (options_.isolate) run_init(spec);
-    run_plain_init(spec, work_dir);
+    run_plain_init(spec, work_dir, zygote);
   }
   const int fork_errno = errno;
   if (py_) py_->PyOS_AfterFork_Parent();
@@ -948,24 +949,27 @@ void Zygote::run_init(const sandbox::ChildSpec& spec) {
 // of everything the run starts (a daemon that leaves the run's session is still its
 // descendant), reports the script's end, then kills whatever the run left running. If the
 // zygote dies, SIGTERM makes it do the same.
-void Zygote::run_plain_init(const sandbox::ChildSpec& spec, const std::string& work_dir) {
+void Zygote::run_plain_init(const sandbox::ChildSpec& spec, const std::string& work_dir, pid_t zygote) {
   struct sigaction on_term {};
   on_term.sa_handler = note_terminate;  // no SA_RESTART: wait4 returns EINTR
   sigemptyset(&on_term.sa_mask);
   ::sigaction(SIGTERM, &on_term, nullptr);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  // Once the zygote is gone, nobody but this init removes the run's work dir.
-  if (::getppid() == 1) {  // the zygote is already gone
+  // Once the zygote is gone, nobody but this init removes the run's work dir. Gone before
+  // PR_SET_PDEATHSIG took: this init was re-parented (to pid 1 or to a subreaper).
+  if (::getppid() != zygote) {
     remove_tree(work_dir);
     ::_exit(kSetupFailedExit);
   }
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (::chdir(work_dir.c_str()) != 0) setup_failed("chdir to the work dir failed");
+  const pid_t init = ::getpid();
   const pid_t script = ::fork();
   if (script < 0) setup_failed("fork of the script process failed");
   if (script == 0) {
     ::signal(SIGTERM, SIG_DFL);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with its init
+    if (::getppid() != init) ::_exit(kSetupFailedExit);  // its init died before that took
     ::setsid();
     run_script(spec);
   }
