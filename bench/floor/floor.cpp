@@ -3,6 +3,7 @@
 //   mpes-bench-floor [--python PATH] [--preload A,B] [--code TEXT] [--expect TEXT]
 //                    [--network on|off] [--bwrap PATH] [--runs N]
 //   mpes-bench-floor --page-touch [--pages N] [--repeat N]
+//   mpes-bench-floor --wake-up [--samples N]
 //
 // The first form probes the interpreter as the server does (engine::probe_interpreter), starts
 // mpes-bench-floor-run (next to this binary) inside the very bubblewrap sandbox a zygote for that
@@ -11,7 +12,8 @@
 // line "N" on stdin asks for N runs, each answered by one JSON line on stdout (see
 // floor_run.cpp). With --runs N, one batch and exit. Its diagnostics go to stderr.
 // The second form prints one JSON line: what a fresh page, a copy-on-write fault and a first
-// read after fork cost here (page_touch.h).
+// read after fork cost here (page_touch.h). The third, one JSON line: what waking a sleeping
+// process costs here, on the CPU of its waker and on another (wake_up.h).
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -32,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/floor/page_touch.h"
+#include "bench/floor/wake_up.h"
 #include "engine/interpreters/probe.h"
 #include "engine/pool/zygote_process.h"
 #include "sandbox/bwrap_command.h"
@@ -58,6 +61,8 @@ struct Options {
   bool page_touch = false;
   long pages = 4096;
   long repeat = 5;
+  bool wake_up = false;
+  long samples = 30;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -65,7 +70,8 @@ struct Options {
                "mpes-bench-floor: %s\n"
                "usage: mpes-bench-floor [--python PATH] [--preload A,B] [--code TEXT] [--expect TEXT] "
                "[--network on|off] [--bwrap PATH] [--runs N]\n"
-               "       mpes-bench-floor --page-touch [--pages N] [--repeat N]\n",
+               "       mpes-bench-floor --page-touch [--pages N] [--repeat N]\n"
+               "       mpes-bench-floor --wake-up [--samples N]\n",
                problem.c_str());
   std::exit(2);
 }
@@ -86,6 +92,10 @@ Options parse(int argc, char** argv) {
       o.page_touch = true;
       continue;
     }
+    if (flag == "--wake-up") {
+      o.wake_up = true;
+      continue;
+    }
     if (flag == "--help" || flag == "-h") usage("the floor of a sandboxed run, for bench/run.sh");
     if (i + 1 >= argc) usage("missing value for " + flag);
     const std::string value = argv[++i];
@@ -100,6 +110,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--runs") o.runs = std::to_string(positive(flag, value));
     else if (flag == "--pages") o.pages = positive(flag, value);
     else if (flag == "--repeat") o.repeat = positive(flag, value);
+    else if (flag == "--samples") o.samples = positive(flag, value);
     else usage("unknown option " + flag);
   }
   return o;
@@ -246,17 +257,28 @@ int run_floor(const Options& o) {
 
 }  // namespace
 
+// One JSON line on stdout: what `measure` found, or why it could not.
+template <typename Measure>
+int print_measure(Measure measure) {
+  try {
+    const std::string line = measure().dump() + "\n";
+    [[maybe_unused]] const ssize_t n = ::write(1, line.data(), line.size());
+    return 0;
+  } catch (const std::exception& e) {
+    return refuse(e.what());
+  }
+}
+
 int main(int argc, char** argv) {
   const Options options = parse(argc, argv);
   if (options.page_touch) {
-    try {
-      const std::string line =
-          floor_bench::measure_page_touch(static_cast<std::size_t>(options.pages), static_cast<int>(options.repeat)).dump() + "\n";
-      [[maybe_unused]] const ssize_t n = ::write(1, line.data(), line.size());
-      return 0;
-    } catch (const std::exception& e) {
-      return refuse(e.what());
-    }
+    return print_measure([&] {
+      return floor_bench::measure_page_touch(static_cast<std::size_t>(options.pages), static_cast<int>(options.repeat));
+    });
+  }
+  // After 20 ms of sleep: what a call that follows an agent's pause meets on every hop.
+  if (options.wake_up) {
+    return print_measure([&] { return floor_bench::measure_wake_up(static_cast<int>(options.samples), 20); });
   }
   return run_floor(options);
 }

@@ -47,6 +47,7 @@ class Plan:
     floor_runs: int  # the floor's measured runs per workload (hello, pandas)
     page_touch_pages: int
     page_touch_repeat: int
+    wake_up_samples: int
 
 
 def _plan(args: argparse.Namespace) -> Plan:
@@ -54,12 +55,14 @@ def _plan(args: argparse.Namespace) -> Plan:
     if args.quick:
         plan = Plan(warmup=2, server_iterations=10, baseline_iterations=3, throughput_requests=32,
                     baseline_throughput_requests=8, cold_starts=2, memory_runs=2, sleep_seconds=1.5,
-                    budget_s=3.0, rounds=2, floor_runs=10, page_touch_pages=1024, page_touch_repeat=3)
+                    budget_s=3.0, rounds=2, floor_runs=10, page_touch_pages=1024, page_touch_repeat=3,
+                    wake_up_samples=10)
     else:
         plan = Plan(warmup=20, server_iterations=300, baseline_iterations=40,
                     throughput_requests=1000, baseline_throughput_requests=64, cold_starts=10,
                     memory_runs=max(2, min(8, 2 * cores)), sleep_seconds=3.0, budget_s=60.0,
-                    rounds=10, floor_runs=300, page_touch_pages=4096, page_touch_repeat=7)
+                    rounds=10, floor_runs=300, page_touch_pages=4096, page_touch_repeat=7,
+                    wake_up_samples=40)
     if args.warmup is not None:
         plan.warmup = args.warmup
     if args.iterations is not None:
@@ -193,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
             results["page_touch"] = fl.page_touch(floor_binary, plan.page_touch_pages,
                                                   plan.page_touch_repeat)
             say(f"bench: memory here: {report.page_touch_text(results['page_touch'])}")
+            results["wake_up"] = fl.wake_up(floor_binary, plan.wake_up_samples)
+            say(f"bench: waking a process here: {report.wake_up_text(results['wake_up'])}")
 
     session = server_runs.Session(launcher)
     init = session.init_response.result or {}
@@ -308,8 +313,9 @@ def run(args: argparse.Namespace) -> int:
         # The smoke test covers the floor too: a floor that cannot run is a broken harness.
         broken = [w.key for w in (fl.HELLO_FLOOR, fl.PANDAS_FLOOR)
                   if not report._get(results, "sequential", w.key, "systems", "floor", "latency_ms")]
-        if broken or results.get("page_touch", {}).get("error"):
-            print(f"bench: ERROR: the floor was not measured ({', '.join(broken) or 'page touch'}); "
+        unmeasured = broken + [what for what in ("page_touch", "wake_up") if results.get(what, {}).get("error")]
+        if unmeasured:
+            print(f"bench: ERROR: the floor was not measured ({', '.join(unmeasured)}); "
                   f"see the report's errors and {log_dir}/floor-*.stderr.log", file=sys.stderr, flush=True)
             return 1
     return 0

@@ -231,15 +231,26 @@ class FloorSetup:
 
 def page_touch(binary: str, pages: int, repeat: int, timeout: float = 120.0) -> dict:
     """What a fresh page, a copy-on-write fault and a first read after fork cost here (µs)."""
+    return _measure(binary, ["--page-touch", "--pages", str(pages), "--repeat", str(repeat)], timeout)
+
+
+def wake_up(binary: str, samples: int, timeout: float = 120.0) -> dict:
+    """What a pipe round trip to a process asleep for 20 ms costs here, on the waker's CPU and
+    on another (µs)."""
+    return _measure(binary, ["--wake-up", "--samples", str(samples)], timeout)
+
+
+def _measure(binary: str, args: list[str], timeout: float) -> dict:
+    """The floor program's one JSON line for a measurement of the machine, or {"error": ...}."""
+    what = args[0].lstrip("-")
     try:
-        out = subprocess.run([binary, "--page-touch", "--pages", str(pages), "--repeat", str(repeat)],
-                             capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as e:
-        return {"error": f"page-touch did not run: {e}"}
+        return {"error": f"{what} did not run: {e}"}
     try:
         answer = json.loads(out.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return {"error": f"page-touch exited with status {out.returncode}: {out.stderr.strip()[:300]}"}
+        return {"error": f"{what} exited with status {out.returncode}: {out.stderr.strip()[:300]}"}
     return answer
 
 

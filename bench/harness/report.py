@@ -213,6 +213,19 @@ def page_touch_text(pt: Optional[dict]) -> str:
             f"fork of a process holding {pt['pages'] * pt['page_size'] >> 20} MiB {pt['fork_us']:.0f} µs")
 
 
+def wake_up_text(wu: Optional[dict]) -> str:
+    if not wu:
+        return "not measured"
+    if wu.get("error"):
+        return f"not measured ({wu['error']})"
+    text = (f"a pipe round trip to a process asleep for {wu['idle_ms']} ms takes {wu['same_cpu_us']:.1f} µs "
+            f"on its waker's CPU")
+    if wu.get("cross_cpu_us") is None:
+        return text + " (one CPU: nothing to compare across CPUs)"
+    return (text + f", {wu['cross_cpu_us']:.1f} µs on another CPU ({wu['cross_cpu_back_to_back_us']:.1f} µs "
+            f"back to back); every call crosses several such wake-ups")
+
+
 def _floor_own_network(results: dict) -> bool:
     """Whether the floor's runs had network namespaces of their own (as the server's do with
     --network off, and with --network on as root with pasta and nft)."""
@@ -266,6 +279,7 @@ def _floor_section(results: dict) -> list[str]:
         budget = f" (70% of the floor's throughput allows {cpu / 0.7:.2f} ms)" if cpu else ""
         lines.append(f"- With 4 in flight, {cpu_use.text(split)}{budget}.")
     lines.append(f"- Memory here, {page_touch_text(results.get('page_touch'))}.")
+    lines.append(f"- Waking a process here, {wake_up_text(results.get('wake_up'))}.")
     srv_py = _get(results, "server", "run", "python_version")
     for fkey in ("hello", "pandas"):
         fpy = _get(results, "sequential", fkey, "systems", "floor", "python_version")
@@ -553,7 +567,8 @@ def to_readme_table(results: dict) -> str:
         lines += ["", "| floor target (ratio in this run) | measured | |", "|---|---|---|"]
         for t in results["floor_targets"]:
             lines.append(f"| {t['what']} | {t['measured']} | {t['status']} |")
-        lines += ["", f"Memory here, {page_touch_text(results.get('page_touch'))}."]
+        lines += ["", f"Memory here, {page_touch_text(results.get('page_touch'))}.",
+                  f"Waking a process here, {wake_up_text(results.get('wake_up'))}."]
     return "\n".join(lines)
 
 
@@ -581,9 +596,10 @@ def collect_errors(results: dict) -> list[str]:
     c = _get(results, "memory", "concurrent")
     if c and c.get("first_error"):
         out.append(f"memory (concurrent sleeps): {_oneline(c['first_error'])}")
-    pt = results.get("page_touch")
-    if pt and pt.get("error"):
-        out.append(f"page touch: {_oneline(pt['error'])}")
+    for key, what in (("page_touch", "page touch"), ("wake_up", "wake-up")):
+        measured = results.get(key)
+        if measured and measured.get("error"):
+            out.append(f"{what}: {_oneline(measured['error'])}")
     env = _get(results, "server", "check_environment")
     if env and env.get("error"):
         out.append(f"check_environment: {_oneline(env['error'])}")

@@ -184,6 +184,23 @@ class RealFloorTest(unittest.TestCase):
             self.assertGreater(pt[key], 0, key)
         self.assertEqual(pt["pages"], 64)
 
+    def test_wake_up_reports_round_trips_on_one_cpu_and_across(self):
+        wu = fl.wake_up(self.setup.binary, samples=3)
+        self.assertNotIn("error", wu)
+        self.assertEqual((wu["samples"], wu["idle_ms"]), (3, 20))
+        self.assertGreater(wu["same_cpu_us"], 0)
+        if len(os.sched_getaffinity(0)) > 1:
+            self.assertEqual(len(wu["cpus"]), 2)
+            self.assertNotEqual(wu["cpus"][0], wu["cpus"][1])
+            self.assertGreater(wu["cross_cpu_us"], 0)
+            self.assertGreater(wu["cross_cpu_back_to_back_us"], 0)
+        else:
+            self.assertIsNone(wu["cross_cpu_us"])
+
+    def test_a_measurement_the_floor_program_refuses_is_an_error(self):
+        wu = fl.wake_up(self.setup.binary, samples=0)  # the program refuses a count below 1
+        self.assertIn("wake-up exited with status 2", wu["error"])
+
 
 def _lat(p50):
     return {"n": 5, "p50": p50, "p90": p50, "p99": p50, "mean": p50, "min": p50, "max": p50}
@@ -220,7 +237,9 @@ def _results(**over):
          "floor": {"binary": "/b/mpes-bench-floor", "python": "/usr/bin/python3", "network": "on"},
          "page_touch": {"page_size": 4096, "pages": 4096, "repeat": 3, "fresh_page_us": 0.4,
                         "cow_fault_us": 0.9, "write_again_us": 0.01, "first_read_after_fork_us": 0.05,
-                        "read_again_us": 0.004, "fork_us": 300.0}}
+                        "read_again_us": 0.004, "fork_us": 300.0},
+         "wake_up": {"samples": 40, "idle_ms": 20, "cpus": [0, 1], "same_cpu_us": 8.0,
+                     "cross_cpu_us": 110.0, "cross_cpu_back_to_back_us": 60.0}}
     r.update(over)
     return r
 
@@ -280,6 +299,8 @@ class FloorReportTest(unittest.TestCase):
         self.assertIn("4.00 ms of CPU and 180 page faults per run", md)
         self.assertIn("2 cores allow 500 runs/s", md)
         self.assertIn("copy-on-write fault after fork 0.90 µs", md)
+        self.assertIn("asleep for 20 ms takes 8.0 µs on its waker's CPU, 110.0 µs on another CPU "
+                      "(60.0 µs back to back)", md)
         self.assertIn("- **PASS** hello p50 ≤ 1.3× its floor", md)
         self.assertIn("- **MISS** numpy + pandas p50 ≤ 1.3× its floor", md)
         self.assertIn("| print('hello') | " + report.FLOOR_TITLE + " | 5 | 2.00 |", md)
@@ -291,6 +312,12 @@ class FloorReportTest(unittest.TestCase):
         r["sequential"]["hello"]["systems"]["floor"]["own_network"] = True
         md = report.to_markdown(dict(r, quick=True, started_at="now", iterations={}, baselines=[], targets=[]))
         self.assertIn("(user, pid, mount, ipc, uts, cgroup, net) with", md)
+
+    def test_a_machine_measurement_that_failed_is_reported_not_shown(self):
+        r = _results(wake_up={"error": "wake-up: sched_setaffinity to CPU 1: Invalid argument"})
+        self.assertIn("wake-up: wake-up: sched_setaffinity to CPU 1: Invalid argument", report.collect_errors(r))
+        md = report.to_markdown(dict(r, quick=True, started_at="now", iterations={}, baselines=[], targets=[]))
+        self.assertIn("Waking a process here, not measured (wake-up: sched_setaffinity", md)
 
     def test_a_skipped_floor_says_why(self):
         md = report.to_markdown(_results(floor={"skipped": "no floor program at /x"}, quick=True,
