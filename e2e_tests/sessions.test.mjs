@@ -445,6 +445,49 @@ print(len(raw))
     await call(conn.client, 'close_session', { session_id: id });
   });
 
+  test('an output file that cannot come back is left out with a note, the rest of the result kept', async () => {
+    // Deeper than a path may be (32 names), unreadable, directories matched by a wildcard.
+    const r = await call(conn.client, 'execute_python', {
+      script: `
+import os
+p = '/'.join(['d'] * 33)
+os.makedirs(p)
+open(p + '/deep.txt', 'w').write('deep')
+open('shallow.txt', 'w').write('shallow')
+os.makedirs('sub')
+open('locked.txt', 'w').write('x')
+os.chmod('locked.txt', 0)
+'value'
+`,
+      output_files: ['**/*.txt', '*'],
+    });
+    assert.equal(r.sc.exit_code, 0, r.text);
+    assert.equal(r.sc.return_value?.repr, "'value'", r.text);
+    const paths = r.sc.files.map((f) => f.path);
+    assert.ok(paths.includes('shallow.txt'), r.text);
+    assert.ok(!paths.some((p) => p.endsWith('deep.txt')), r.text);
+    assert.match(r.text, /more than 32 levels deep were not searched/);
+    assert.ok(!/sub \(/.test(r.text), r.text);  // a directory a wildcard matched is passed over
+    if (!paths.includes('locked.txt')) assert.match(r.text, /locked\.txt \(Permission denied\)/);
+
+    // Out of descriptors when the outputs are matched: a note, never the runner's traceback.
+    const scarce = await call(conn.client, 'execute_python', {
+      script: `
+import os, resource
+os.makedirs('a/b')
+open('a/b/x.txt', 'w').write('x')
+n = len(os.listdir('/proc/self/fd')) - 1
+resource.setrlimit(resource.RLIMIT_NOFILE, (n, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+'kept'
+`,
+      output_files: ['**/x.txt'],
+    });
+    assert.equal(scarce.sc.exit_code, 0, scarce.text);
+    assert.equal(scarce.sc.return_value?.repr, "'kept'", scarce.text);
+    assert.match(scarce.text, /output_files: .*Too many open files/);
+    assert.ok(!/_mpes_|Traceback/.test(scarce.sc.stderr ?? ''), scarce.text);
+  });
+
   test('a session step is as confined as a run: identity, capabilities, seccomp, namespaces, mounts', async () => {
     const probe = `
 import os, json

@@ -1,13 +1,13 @@
-# Files in and out of a run's work dir (the request's layout: engine/files/files_request.h):
+# Files in and out of a run's work dir (the request's layout: engine/files/work_files.h):
 # input files written before the script, output files matched after it and sent back as `file`
 # frames on the result channel. Every path is resolved one directory fd at a time, never
 # following a symlink: a script can plant symlinks in its work dir (in a session, for a later
 # step), and none is followed, whatever it points to.
 
 _MPES_FILES_FD = -1  # set by the zygote for each run: the fd of its files request, or -1
-_MPES_FILES_MAGIC = b"MPESF1\n"
+_MPES_FILES_MAGIC = b"MPESF2\n"
 _MPES_FILE_FRAME = 6
-_MPES_OUTPUTS = None  # per run: (globs, max bytes, max files) when output files are asked for
+_MPES_OUTPUTS = None  # per run: (globs, max bytes, max files, max path bytes, max depth) when asked for
 _MPES_INPUT_ERROR = None  # per run: why the input files could not be written
 _MPES_MAX_WALK = 20000  # directory entries looked at while matching output globs
 
@@ -33,12 +33,12 @@ def _mpes_take_files_request():
         os.close(fd)
     data = memoryview(b"".join(chunks))
     try:
-        inputs, globs, max_bytes, max_files = _mpes_parse_files_request(data)
+        inputs, globs, bounds = _mpes_parse_files_request(data)
     except ValueError as e:
         _MPES_INPUT_ERROR = f"the files request is malformed ({e})"
         return
     if globs:
-        _MPES_OUTPUTS = (globs, max_bytes, max_files)
+        _MPES_OUTPUTS = (globs,) + bounds
     if inputs:
         _MPES_INPUT_ERROR = _mpes_write_inputs(_MPES_WORK, inputs)
 
@@ -67,11 +67,10 @@ def _mpes_parse_files_request(data):
     globs = []
     for _ in range(number(4)):
         globs.append(bytes(take(number(4))).decode("utf-8"))
-    max_bytes = number(8)
-    max_files = number(4)
+    bounds = (number(8), number(4), number(4), number(4))  # bytes, files, path bytes, depth
     if at != len(data):
         raise ValueError("trailing bytes")
-    return inputs, globs, max_bytes, max_files
+    return inputs, globs, bounds
 
 
 def _mpes_open_dir(name, dir_fd):
@@ -129,29 +128,41 @@ def _mpes_glob_magic(component):
     return any(c in component for c in "*?[")
 
 
-def _mpes_match_outputs(root, globs):
+def _mpes_match_outputs(root, globs, max_depth):
     # ({relative path: "file" | "symlink" | "other"} for every match of `globs` under the
-    # directory fd `root`, the patterns that matched nothing, whether the walk was cut short). As glob does: `*`, `?` and `[...]`
-    # within one name, `**` for any number of directories; names starting with "." only when
-    # the pattern's name does. Symlinks are reported, never followed or descended.
+    # directory fd `root`, the patterns that matched nothing, and what the walk left aside: a
+    # dict with "cut" (over _MPES_MAX_WALK entries), "deep" (directories below `max_depth`
+    # levels, whose files could not come back) and "unreadable" (directories it could not
+    # list, with why)). As glob does: `*`, `?` and `[...]` within one name, `**` for any number
+    # of directories; names starting with "." only when the pattern's name does; a directory
+    # matched by a wildcard is passed over. Symlinks are reported, never followed or descended.
+    # At most max_depth directories are open at once.
     import fnmatch
     import os
     import stat
     found = {}
     budget = [_MPES_MAX_WALK]
+    aside = {"cut": False, "deep": False, "unreadable": []}
 
-    def names_in(dfd):
+    def names_in(dfd, prefix):
         out = []
-        with os.scandir(dfd) as it:
-            for entry in it:
-                budget[0] -= 1
-                if budget[0] < 0:
-                    break
-                out.append(entry.name)
+        try:
+            with os.scandir(dfd) as it:
+                for entry in it:
+                    budget[0] -= 1
+                    if budget[0] < 0:
+                        aside["cut"] = True
+                        break
+                    out.append(entry.name)
+        except OSError as e:
+            aside["unreadable"].append(f"{prefix or './'} ({e.strerror})")
         return sorted(out)
 
     def visit(dfd, prefix, comps):
         if budget[0] < 0:
+            return
+        if prefix.count("/") >= max_depth:  # what is in here would be deeper than a path may be
+            aside["deep"] = True
             return
         comp, rest = comps[0], comps[1:]
         if comp == "**":
@@ -160,7 +171,7 @@ def _mpes_match_outputs(root, globs):
             else:
                 rest = ("*",)
                 visit(dfd, prefix, rest)
-            for name in names_in(dfd):
+            for name in names_in(dfd, prefix):
                 if name.startswith("."):
                     continue
                 try:
@@ -172,8 +183,9 @@ def _mpes_match_outputs(root, globs):
                 finally:
                     os.close(sub)
             return
-        if _mpes_glob_magic(comp):
-            names = [n for n in names_in(dfd) if fnmatch.fnmatchcase(n, comp) and
+        wildcard = _mpes_glob_magic(comp)
+        if wildcard:
+            names = [n for n in names_in(dfd, prefix) if fnmatch.fnmatchcase(n, comp) and
                      (not n.startswith(".") or comp.startswith("."))]
         else:
             names = [comp]
@@ -193,7 +205,7 @@ def _mpes_match_outputs(root, globs):
                     visit(sub, prefix + name + "/", rest)
                 finally:
                     os.close(sub)
-            else:
+            elif not (wildcard and stat.S_ISDIR(st.st_mode)):
                 kind = ("file" if stat.S_ISREG(st.st_mode) else
                         "symlink" if stat.S_ISLNK(st.st_mode) else "other")
                 found.setdefault(prefix + name, kind)
@@ -204,7 +216,7 @@ def _mpes_match_outputs(root, globs):
         visit(root, "", tuple(pattern.split("/")))
         if len(found) == before:
             unmatched.append(pattern)
-    return found, unmatched, budget[0] < 0
+    return found, unmatched, aside
 
 
 def _mpes_read_beneath(root, path, limit):
@@ -246,35 +258,43 @@ def _mpes_send_outputs():
     request, _MPES_OUTPUTS = _MPES_OUTPUTS, None
     if request is None:
         return
-    globs, max_bytes, max_files = request
+    globs, max_bytes, max_files, max_path_bytes, max_depth = request
     try:
         root = os.open(_MPES_WORK, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as e:
         _mpes_send(_MPES_NOTE, f"output_files: the work dir cannot be read ({e.strerror})")
         return
     try:
-        found, unmatched, cut = _mpes_match_outputs(root, globs)
+        try:
+            found, unmatched, aside = _mpes_match_outputs(root, globs, max_depth)
+        except (OSError, RecursionError) as e:  # (each directory's own errors are in `aside`)
+            _mpes_send(_MPES_NOTE, f"output_files: the work dir could not be searched ({e})"[:1000])
+            return
         refused, left_out = [], []
         sent_bytes = sent = 0
         for path in sorted(found):
             kind = found[path]
+            name = path.encode("utf-8", "surrogateescape")
             if kind != "file":
                 refused.append(f"{path} ({'a symlink, never followed' if kind == 'symlink' else 'not a regular file'})")
+                continue
+            if len(name) > max_path_bytes:
+                refused.append(f"{path[:100]}... (its path is longer than {max_path_bytes} bytes)")
                 continue
             if sent >= max_files:
                 left_out.append(path)
                 continue
             try:
                 data = _mpes_read_beneath(root, path, max_bytes - sent_bytes)
-            except OSError:
-                data = None
+            except OSError as e:
+                refused.append(f"{path} ({e.strerror})")
+                continue
             if data is None:
                 refused.append(f"{path} (not a regular file)")
                 continue
             if sent_bytes + len(data) > max_bytes:
                 left_out.append(path)
                 continue
-            name = path.encode("utf-8", "surrogateescape")
             if not _mpes_send(_MPES_FILE_FRAME, len(name).to_bytes(4, "little") + name + data):
                 return
             sent += 1
@@ -288,6 +308,11 @@ def _mpes_send_outputs():
     if left_out:
         _mpes_send(_MPES_NOTE, (f"output_files: {len(left_out)} file(s) left out (over --max-output-file-bytes "
                                 f"{max_bytes} or {max_files} files): " + ", ".join(left_out))[:1000])
-    if cut:
+    if aside["cut"]:
         _mpes_send(_MPES_NOTE, f"output_files: the work dir has more than {_MPES_MAX_WALK} entries; "
                                "only the first were matched")
+    if aside["deep"]:
+        _mpes_send(_MPES_NOTE, f"output_files: directories more than {max_depth} levels deep were not "
+                               "searched (a path deeper than that cannot come back)")
+    if aside["unreadable"]:
+        _mpes_send(_MPES_NOTE, ("output_files: could not list " + "; ".join(aside["unreadable"]))[:1000])

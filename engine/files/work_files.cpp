@@ -92,7 +92,7 @@ std::optional<std::string> check_files(std::vector<InputFile>& inputs, std::vect
 }
 
 std::string encode_files_request(const FilesRequest& request) {
-  std::size_t size = kFilesRequestMagic.size() + 24;
+  std::size_t size = kFilesRequestMagic.size() + 32;
   for (const auto& input : request.inputs) size += 12 + input.path.size() + input.content.size();
   for (const auto& glob : request.output_globs) size += 4 + glob.size();
   std::string out;
@@ -112,6 +112,8 @@ std::string encode_files_request(const FilesRequest& request) {
   }
   put(out, request.max_output_bytes, 8);
   put(out, request.max_output_files, 4);
+  put(out, kMaxWorkPathBytes, 4);
+  put(out, kMaxPathDepth, 4);
   return out;
 }
 

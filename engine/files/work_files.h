@@ -4,10 +4,12 @@
 // never following a symlink), and the MIME type a returned file is labelled with.
 //
 // Files request (a sealed memfd attached to the run or step), little-endian:
-//   "MPESF1\n"
+//   "MPESF2\n"
 //   u32 input count,  then per input:  u32 path length, path, u64 content length, content
 //   u32 glob count,   then per glob:   u32 length, pattern
 //   u64 max output bytes (all files together), u32 max output files
+//   u32 max path bytes, u32 max path depth (kMaxWorkPathBytes, kMaxPathDepth: a match beyond
+//   them could not come back, so the runner neither searches nor sends it)
 #pragma once
 
 #include <cstdint>
@@ -24,7 +26,7 @@ inline constexpr std::size_t kMaxOutputFiles = 64;
 inline constexpr std::size_t kMaxWorkPathBytes = 1024;
 inline constexpr std::size_t kMaxPathComponentBytes = 255;
 inline constexpr std::size_t kMaxPathDepth = 32;
-inline constexpr std::string_view kFilesRequestMagic = "MPESF1\n";
+inline constexpr std::string_view kFilesRequestMagic = "MPESF2\n";
 
 struct InputFile {
   std::string path;     // relative to the work dir, as checked by check_work_path

@@ -67,10 +67,11 @@ TEST_CASE("the files request is laid out as the runner reads it", "[work-files]"
   request.max_output_bytes = 0x0102;
   request.max_output_files = 3;
   const std::string bytes = engine::encode_files_request(request);
-  const std::string expected = std::string("MPESF1\n") + std::string("\x01\0\0\0", 4) + std::string("\x06\0\0\0", 4) +
+  const std::string expected = std::string("MPESF2\n") + std::string("\x01\0\0\0", 4) + std::string("\x06\0\0\0", 4) +
                                "in.txt" + std::string("\x03\0\0\0\0\0\0\0", 8) + std::string("a\0b", 3) +
                                std::string("\x01\0\0\0", 4) + std::string("\x05\0\0\0", 4) + "*.csv" +
-                               std::string("\x02\x01\0\0\0\0\0\0", 8) + std::string("\x03\0\0\0", 4);
+                               std::string("\x02\x01\0\0\0\0\0\0", 8) + std::string("\x03\0\0\0", 4) +
+                               std::string("\x00\x04\0\0", 4) + std::string("\x20\0\0\0", 4);  // 1024, 32
   CHECK(bytes == expected);
 }
 
