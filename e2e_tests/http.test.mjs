@@ -313,6 +313,50 @@ test('runs queue fairly between clients: one client\'s backlog does not hold up 
   }
 });
 
+test('open-file limit: raised to the hard one at start; a --max-connections that cannot fit is refused', async () => {
+  const refused = spawnSync('prlimit', ['--nofile=1024:1024', serverPath, '--transport', 'http', '--port', '0',
+    '--max-connections', '2000'], { encoding: 'utf8', timeout: 20000 });
+  assert.equal(refused.status, 1, refused.stderr);
+  assert.match(refused.stderr, /--max-connections 2000 does not fit in the server's open-file limit \(1024.*ulimit -Hn/);
+
+  // A soft limit of 256 under a hard one of 4096: 600 connections at once must not exhaust the
+  // server (the HTTP library stops accepting for good after one failed accept()).
+  const { spawn } = await import('node:child_process');
+  const net = await import('node:net');
+  const child = spawn('prlimit', ['--nofile=256:4096', serverPath, '--transport', 'http', '--port', '0',
+    '--max-connections', '2000'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  try {
+    let stderr = '';
+    const port = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`not listening:\n${stderr}`)), 20000);
+      child.stderr.on('data', (d) => {
+        stderr += d;
+        const m = /listening on http:\/\/[^ ]*?:(\d+)\/mcp/.exec(stderr);
+        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+      });
+      child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`exited ${code}:\n${stderr}`)); });
+    });
+    const limits = fs.readFileSync(`/proc/${child.pid}/limits`, 'utf8');
+    assert.match(limits, /Max open files\s+4096\s+4096/, limits);
+    const sockets = await Promise.all(Array.from({ length: 600 }, () => new Promise((resolve, reject) => {
+      const s = net.connect(port, '127.0.0.1', () => resolve(s));
+      s.on('error', reject);
+    })));
+    for (const s of sockets) s.destroy();
+    const health = await new Promise((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port, path: '/healthz', timeout: 10000 }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      });
+      req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
+      req.on('error', reject);
+    });
+    assert.equal(health, 200);
+  } finally {
+    child.kill('SIGTERM');
+  }
+});
+
 test('SIGTERM with a run in flight: it is answered, the server exits 0 within 2 s', async () => {
   const server = await startHttpServer();
   const response = await fetch(server.url, { method: 'POST', headers: statelessHeaders('tools/call', 'execute_python'),

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mcp/cli.h"
+#include "mcp/open_file_limit.h"
 #include "mcp/server.h"
 #include "mcp/stdio_guard.h"
 
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
     // A client that goes away must show up as a write error, not kill the server.
     std::signal(SIGPIPE, SIG_IGN);
+    mcp::raise_open_file_limit();
 
     int status = 0;
     if (cli.options->transport == mcp::Transport::http) {

@@ -19,6 +19,7 @@
 #include "mcp/http/endpoint.h"
 #include "mcp/http/listener.h"
 #include "mcp/intake.h"
+#include "mcp/open_file_limit.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/run_result_format.h"
 #include "mcp/session.h"
@@ -268,6 +269,11 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
 int serve_http(const CliOptions& options, ServerHooks hooks,
                std::function<void(std::uint16_t, std::function<void()>)> on_listening) {
   fill_defaults(hooks);
+  if (auto why = connections_fit(options.http.max_connections, engine::max_concurrent_runs(options.engine),
+                                 raise_open_file_limit())) {
+    spdlog::critical("{}", *why);
+    return 1;
+  }
   ServerIoContext io;
   std::unique_ptr<engine::Engine> engine = hooks.make_engine(io, options.engine);
   ToolRegistry registry;
