@@ -582,6 +582,25 @@ describe('session limits', () => {
     }
   });
 
+  test('a step waiting for a run slot keeps its session from expiring meanwhile', async () => {
+    const conn = await connect(['--session-idle-seconds', '2', '--max-concurrent-runs', '1']);
+    try {
+      const id = await createSession(conn.client);
+      await step(conn.client, id, 'x = 1');
+      await sleep(1200);
+      // The one run slot is taken past the session's idle deadline; its step waits for it.
+      const blocker = call(conn.client, 'execute_python', { script: 'import time\ntime.sleep(3.5)' });
+      await sleep(200);
+      const waiting = step(conn.client, id, 'x');
+      assert.equal((await blocker).sc.exit_code, 0);
+      const r = await waiting;
+      assert.equal(r.result.isError, false, r.text);
+      assert.equal(r.sc.return_value?.repr, '1', r.text);
+    } finally {
+      await conn.client.close();
+    }
+  });
+
   test('--session-snapshots 2: older steps are refused and their processes go', async () => {
     const conn = await connect(['--session-snapshots', '2']);
     try {

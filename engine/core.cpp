@@ -88,7 +88,8 @@ Core::Core(asio::io_context& io, EngineConfig config)
       run_cgroups_(startup_.cgroups(), config_.policy.limits, cgroup_worker_.get_executor(), kRunCgroupsAhead),
       sessions_(io_, Sessions::Config{config_.max_sessions, config_.session_idle_seconds, config_.session_snapshots,
                                       SessionSandbox::Config{&startup_.cgroups(), config_.policy.limits,
-                                                             cgroup_worker_.get_executor()}}) {
+                                                             cgroup_worker_.get_executor()},
+                                      [this](const std::string& id) { return step_waiting(id); }}) {
   // Work for later runs (linking the next spare's network, making and removing runs' cgroups)
   // yields to the runs in progress and their answers, which the two cores of a small machine
   // otherwise share with it.

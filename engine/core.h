@@ -120,6 +120,8 @@ class Core : public std::enable_shared_from_this<Core> {
   std::optional<FilesRequest> files_request(const RunRequest& request) const;
   // Sessions (core_sessions.cpp).
   Step step_in_session(const std::shared_ptr<Job>& job);
+  // A step of session `id` is asked for and not started (Sessions::Config::step_waiting).
+  bool step_waiting(const std::string& id) const;
   void dispatch_create(const std::shared_ptr<Job>& job, const std::shared_ptr<ZygoteProcess>& zygote);
   // A create job that did not get its session: answered with the error. False for other jobs.
   bool answer_create_failure(const std::shared_ptr<Job>& job, const RunEvidence& evidence);

@@ -5,6 +5,7 @@
 #include "engine/event_loop.h"  // first: see there
 #include "engine/core.h"
 
+#include <algorithm>
 #include <set>
 
 #include "engine/packaging/pep508.h"
@@ -180,6 +181,14 @@ Scheduler::Step Core::step_in_session(const std::shared_ptr<Job>& job) {
     self->answer(job, std::move(evidence));
   });
   return Step::started;
+}
+
+bool Core::step_waiting(const std::string& id) const {
+  return std::any_of(jobs_.begin(), jobs_.end(), [&id](const auto& entry) {
+    const Job& job = *entry.second;
+    return job.kind == Job::Kind::step && job.stage != Job::Stage::running && job.stage != Job::Stage::answered &&
+           job.request.session_id == id;
+  });
 }
 
 void Core::fork_session(const std::string& owner, const std::string& id, std::optional<std::uint64_t> step,

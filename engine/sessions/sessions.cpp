@@ -252,9 +252,14 @@ void Sessions::schedule_expiry() {
   expiry_timer_.async_wait([this, alive](const std::error_code& ec) {
     if (ec || !alive.lock() || stopping_) return;
     const auto idle_for = std::chrono::seconds(config_.idle_seconds);
-    for (const auto& id : table_.expired(Clock::now(), idle_for)) {
+    const auto now = Clock::now();
+    for (const auto& id : table_.expired(now, idle_for)) {
       auto* e = table_.find_any(id);
       if (e == nullptr) continue;
+      if (config_.step_waiting && config_.step_waiting(id)) {
+        table_.touch(id, now);  // idle from when its step is done, as any session
+        continue;
+      }
       const std::string why = "idle for " + std::to_string(config_.idle_seconds) + " s (--session-idle-seconds)";
       spdlog::info("session {} closed: {}", id, why);
       forget_ended(id, e->owner, why);

@@ -30,6 +30,9 @@ class Sessions {
     unsigned idle_seconds = 900;
     unsigned snapshots = 8;
     SessionSandbox::Config sandbox;
+    // Whether a step of the session is asked for but not started yet (waiting for a run slot,
+    // or for the session's step under way): such a session is in use, never idle.
+    std::function<bool(const std::string& id)> step_waiting;
   };
 
   Sessions(asio::io_context& io, Config config);
