@@ -582,6 +582,38 @@ describe('session limits', () => {
     }
   });
 
+  test('a cancelled create_session makes no session and frees its place under --max-sessions', async () => {
+    const conn = await connect(['--max-sessions', '2']);
+    try {
+      const a = await createSession(conn.client);
+      // A session is made in a few ms: cancels at 0-3 ms reach it queued or while its sandbox
+      // starts; one that comes too late leaves a session that was answered (closed here).
+      let cancelled = 0;
+      for (const delay of [0, 0, 1, 2, 3]) {
+        const controller = new AbortController();
+        const pending = conn.client.callTool({ name: 'create_session', arguments: {} }, undefined,
+          { signal: controller.signal, timeout: 60000 });
+        await sleep(delay);
+        controller.abort();
+        try {
+          const made = await pending;
+          await call(conn.client, 'close_session', { session_id: made.structuredContent.session_id });
+        } catch {
+          cancelled += 1;
+        }
+      }
+      assert.ok(cancelled > 0, 'no create_session was cancelled in time');
+      await sleep(1000);  // what the cancelled creations started has ended by now
+      const list = await call(conn.client, 'list_sessions');
+      assert.deepEqual(list.sc.sessions.map((s) => s.session_id), [a], list.text);
+      const c = await createSession(conn.client);  // the second place is free
+      const after = await call(conn.client, 'list_sessions');
+      assert.deepEqual(after.sc.sessions.map((s) => s.session_id).sort(), [a, c].sort(), after.text);
+    } finally {
+      await conn.client.close();
+    }
+  });
+
   test('a step waiting for a run slot keeps its session from expiring meanwhile', async () => {
     const conn = await connect(['--session-idle-seconds', '2', '--max-concurrent-runs', '1']);
     try {

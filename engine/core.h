@@ -91,7 +91,8 @@ class Core : public std::enable_shared_from_this<Core> {
   void environment_report(std::function<void(EnvironmentReport)> done);
   void shutdown(std::function<void()> done);
   // Sessions (core_sessions.cpp).
-  void create_session(SessionRequest request, Engine::ProgressFn progress, Engine::SessionFn done);
+  // The creation's job id (for cancel), or 0 when `done` was answered at once.
+  std::uint64_t create_session(SessionRequest request, Engine::ProgressFn progress, Engine::SessionFn done);
   void fork_session(const std::string& owner, const std::string& id, std::optional<std::uint64_t> step,
                     Engine::SessionFn done);
   void reset_session(const std::string& owner, const std::string& id, std::uint64_t step, Engine::SessionFn done);

@@ -37,19 +37,19 @@ std::optional<std::string> step_requirements_error(const std::vector<Requirement
 
 }  // namespace
 
-void Core::create_session(SessionRequest request, Engine::ProgressFn progress, Engine::SessionFn done) {
+std::uint64_t Core::create_session(SessionRequest request, Engine::ProgressFn progress, Engine::SessionFn done) {
   if (shutting_down_) {
     SessionReply reply;
     reply.error = "the server is shutting down";
     post_reply(io_, std::move(done), std::move(reply));
-    return;
+    return 0;
   }
   if (auto full = sessions_.capacity_error()) {
     SessionReply reply;
     reply.error = *full;
     reply.refused = true;
     post_reply(io_, std::move(done), std::move(reply));
-    return;
+    return 0;
   }
   sessions_.reserve();
   auto job = std::make_shared<Job>();
@@ -66,6 +66,7 @@ void Core::create_session(SessionRequest request, Engine::ProgressFn progress, E
   scheduler_.enqueue(job->id, job->request.client);
   startup_.begin(false);
   pump();
+  return job->id;
 }
 
 void Core::dispatch_create(const std::shared_ptr<Job>& job, const std::shared_ptr<ZygoteProcess>& zygote) {
@@ -82,7 +83,11 @@ void Core::dispatch_create(const std::shared_ptr<Job>& job, const std::shared_pt
   sessions_.create(job->id, job->request.owner, zygote, *job->interpreter, job->request.dependencies, std::move(lease),
                    [weak, job](SessionReply reply) {
                      auto self = weak.lock();
-                     if (!self || job->stage == Job::Stage::answered) return;
+                     if (!self) return;
+                     if (job->stage == Job::Stage::answered) {  // cancelled while it was made
+                       if (reply.session) self->sessions_.close(job->request.owner, reply.session->id);
+                       return;
+                     }
                      job->stage = Job::Stage::answered;
                      self->jobs_.erase(job->id);
                      self->scheduler_.finished(job->id);
@@ -99,7 +104,7 @@ bool Core::answer_create_failure(const std::shared_ptr<Job>& job, const RunEvide
   job->stage = Job::Stage::answered;
   jobs_.erase(job->id);
   scheduler_.finished(job->id);
-  sessions_.unreserve();
+  if (!ran) sessions_.unreserve();  // else Sessions::create does, when its sandbox has started or failed
   SessionReply reply;
   if (evidence.install_error) {
     reply.error = "the session's dependencies cannot be installed:\n" + *evidence.install_error;

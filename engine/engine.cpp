@@ -27,8 +27,9 @@ class EngineImpl final : public Engine {
     core_->environment_report(std::move(done));
   }
   void shutdown(std::function<void()> done) override { core_->shutdown(std::move(done)); }
-  void create_session(SessionRequest request, ProgressFn progress, SessionFn done) override {
-    core_->create_session(std::move(request), std::move(progress), std::move(done));
+  std::shared_ptr<RunHandle> create_session(SessionRequest request, ProgressFn progress, SessionFn done) override {
+    const auto id = core_->create_session(std::move(request), std::move(progress), std::move(done));
+    return id != 0 ? std::make_shared<Handle>(core_, id) : nullptr;
   }
   void fork_session(std::string owner, std::string id, std::optional<std::uint64_t> step, SessionFn done) override {
     core_->fork_session(owner, id, step, std::move(done));
@@ -71,7 +72,10 @@ SessionReply no_sessions() {
 }
 }  // namespace
 
-void Engine::create_session(SessionRequest, ProgressFn, SessionFn done) { done(no_sessions()); }
+std::shared_ptr<Engine::RunHandle> Engine::create_session(SessionRequest, ProgressFn, SessionFn done) {
+  done(no_sessions());
+  return nullptr;
+}
 void Engine::fork_session(std::string, std::string, std::optional<std::uint64_t>, SessionFn done) { done(no_sessions()); }
 void Engine::reset_session(std::string, std::string, std::uint64_t, SessionFn done) { done(no_sessions()); }
 void Engine::close_session(std::string, std::string, SessionFn done) { done(no_sessions()); }

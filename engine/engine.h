@@ -82,7 +82,9 @@ class Engine {
   // created it; another owner's call gets "unknown session". Steps are execute() calls with a
   // session_id. Callbacks run on the io thread. An engine without sessions refuses them.
   using SessionFn = std::function<void(SessionReply)>;
-  virtual void create_session(SessionRequest request, ProgressFn progress, SessionFn done);
+  // Its handle cancels the creation (`done` is then called once, with "cancelled", and a session
+  // made meanwhile is closed); null when `done` was answered at once.
+  virtual std::shared_ptr<RunHandle> create_session(SessionRequest request, ProgressFn progress, SessionFn done);
   // A new session continuing from `step` of `id` (default: its head), in the same sandbox.
   virtual void fork_session(std::string owner, std::string id, std::optional<std::uint64_t> step, SessionFn done);
   virtual void reset_session(std::string owner, std::string id, std::uint64_t step, SessionFn done);

@@ -117,9 +117,11 @@ ToolDefinition create_session_tool(const Services& services) {
     auto progress = [weak](double value, std::optional<double> total, const std::string& message) {
       if (auto c = weak.lock()) c->progress(value, total, message);
     };
-    services.engine.create_session(std::move(request), std::move(progress), [call](engine::SessionReply reply) {
-      answer(call, reply, reply.session ? "session_id: " + reply.session->id : "");
-    });
+    auto handle = services.engine.create_session(std::move(request), std::move(progress),
+                                                 [call](engine::SessionReply reply) {
+                                                   answer(call, reply, reply.session ? "session_id: " + reply.session->id : "");
+                                                 });
+    if (handle) call->on_cancel([handle] { handle->cancel(); });
   };
   return tool;
 }
