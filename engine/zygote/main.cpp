@@ -280,8 +280,17 @@ void write_record(const StatusRecord& record) {
   ::_exit(kSetupFailedExit);
 }
 
+// SIGTERM in an unsandboxed run's init (its zygote is gone): the script is killed from the
+// handler itself, so that the init's wait for it ends whenever the signal came (a flag alone
+// is missed when it is set just before wait4 blocks, and the run would be left running).
 volatile sig_atomic_t g_terminate = 0;
-void note_terminate(int) { g_terminate = 1; }
+volatile sig_atomic_t g_script = 0;  // the script's pid once forked
+void note_terminate(int) {
+  const int saved = errno;
+  g_terminate = 1;
+  if (g_script > 0) ::kill(static_cast<pid_t>(g_script), SIGKILL);
+  errno = saved;
+}
 
 // A run's init: reaps every process of the run until the script itself has ended, adding up the
 // CPU and peak memory of each. True with the script's wait status in `record`; false when
@@ -973,6 +982,8 @@ void Zygote::run_plain_init(const sandbox::ChildSpec& spec, const std::string& w
     ::setsid();
     run_script(spec);
   }
+  g_script = script;
+  if (g_terminate) ::kill(script, SIGKILL);  // SIGTERM came before its pid was known
 
   for (int fd = 0; fd < kStatusFd; ++fd) ::close(fd);
   StatusRecord record;
@@ -1300,7 +1311,10 @@ bool Zygote::reap_spare(pid_t pid, int status) {
 
 void Zygote::kill_all_children() {
   pending_.clear();  // the server answers them (it is gone or stopping)
-  for (const auto& [pid, child] : children_) ::kill(pid, SIGKILL);
+  // A sandboxed run ends with its init (the pid namespace goes with it). An unsandboxed run's
+  // init must live to kill what the run started (run_plain_init): SIGTERM asks it to.
+  const int end_run = options_.isolate ? SIGKILL : SIGTERM;
+  for (const auto& [pid, child] : children_) ::kill(pid, end_run);
   for (auto& spare : spares_) {
     spare.handoff.reset();  // its script process sees EOF and leaves
     ::kill(spare.pid, SIGKILL);
