@@ -302,6 +302,40 @@ len(df)
     await call(conn.client, 'close_session', { session_id: id });
   });
 
+  test('files a step opens stay open in later steps, in the right place', async () => {
+    const id = await createSession(conn.client);
+    await step(conn.client, id, "import os\nlog = open('log.txt', 'w')\nnull = os.open('/dev/null', os.O_RDONLY)");
+    // A later step's own fds (its script, its files request, its result channel) never take
+    // the numbers of the session's files.
+    await step(conn.client, id, "log.write('one\\n')\nlog.flush()", { input_files: { 'in.txt': 'x' } });
+    const other = await step(conn.client, id, "extra = open('other.txt', 'w')\nlog.write('two\\n')\nlog.flush()\nos.fstat(null).st_mode == os.stat('/dev/null').st_mode");
+    assert.equal(other.sc.return_value?.repr, 'True', other.text);
+    const read = await step(conn.client, id, "extra.close()\n(open('log.txt').read(), open('other.txt').read())");
+    assert.equal(read.sc.return_value?.repr, "('one\\ntwo\\n', '')", read.text);
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
+  test('a state that holds every descriptor it may still takes its next steps', async () => {
+    const id = await createSession(conn.client);
+    const fill = await step(conn.client, id, `
+import os
+held = []
+try:
+    while True:
+        held.append(os.open('/dev/null', os.O_RDONLY))
+except OSError as e:
+    error = e.strerror
+error`);
+    assert.equal(fill.sc.return_value?.repr, "'Too many open files'", fill.text);
+    for (let i = 0; i < 2; i++) {  // a step forked from that state, then one from its spare
+      const next = await step(conn.client, id, 'len(held) > 200');
+      assert.equal(next.sc.return_value?.repr, 'True', next.text);
+    }
+    const freed = await step(conn.client, id, 'for fd in held[:10]:\n    os.close(fd)\ndel held[:10]\nlen(held) > 200');
+    assert.equal(freed.sc.return_value?.repr, 'True', freed.text);
+    await call(conn.client, 'close_session', { session_id: id });
+  });
+
   test('a cancelled step leaves the session at its previous state', async () => {
     const id = await createSession(conn.client);
     await step(conn.client, id, 'x = 1');

@@ -30,7 +30,8 @@ def _mpes_take_files_request():
                 break
             chunks.append(chunk)
     finally:
-        os.close(fd)
+        if not _MPES_KEEP_SLOTS:  # (in a session the holder replaces it: runner.py)
+            os.close(fd)
     data = memoryview(b"".join(chunks))
     try:
         inputs, globs, bounds = _mpes_parse_files_request(data)

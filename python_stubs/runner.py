@@ -212,9 +212,14 @@ def _mpes_begin():
     return _mpes_steps(code, expr, main.__dict__)
 
 
+_MPES_KEEP_SLOTS = False  # in a session: fds 0-6 stay taken (session.py)
+
+
 def _mpes_read_script():
-    # The script on fd 3, which is then closed: a sealed memfd, so its size is known and final;
-    # read in one call of that size (not into a 1 MiB buffer, mapped and shrunk for a few bytes).
+    # The script on fd 3, which is then closed (in a session, left to the holder, which replaces
+    # it: a file the step opens must not land in the runner's slots): a sealed memfd, so its
+    # size is known and final; read in one call of that size (not into a 1 MiB buffer, mapped
+    # and shrunk for a few bytes).
     import os
     size = os.fstat(3).st_size
     chunks = []
@@ -225,7 +230,8 @@ def _mpes_read_script():
             break
         chunks.append(chunk)
         got += len(chunk)
-    os.close(3)
+    if not _MPES_KEEP_SLOTS:
+        os.close(3)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 

@@ -15,8 +15,9 @@ _MPES_STEP_DIR = ".mpes"  # in the work dir: each step's source, for tracebacks
 def _mpes_session_start():
     # In the session's root process, once: the fresh __main__ every state descends from.
     import sys
-    global _MPES_STEP_PREFIX
+    global _MPES_STEP_PREFIX, _MPES_KEEP_SLOTS
     sys.modules["__main__"] = _MPES_MAIN
+    _MPES_KEEP_SLOTS = True
     _MPES_STEP_PREFIX = f"{_MPES_WORK}/{_MPES_STEP_DIR}/step_"
 
 

@@ -53,15 +53,17 @@ void lock_down(const ChildSpec& spec) {
   apply_rlimits(spec.limits, spec.timeout_seconds, spec.rlimit_fallbacks);
 }
 
-void arrange_fds(std::span<const int> wanted) {
+void place_fds(std::span<const int> wanted) {
   // Move every wanted fd above the target range first, so no dup2 clobbers a later source.
   const int base = static_cast<int>(wanted.size()) + 3;
   std::vector<int> moved(wanted.size(), -1);
+  int null_fd = -1;
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     int src = wanted[i];
     if (src < 0) {
-      src = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-      if (src < 0) fail("open /dev/null", errno);
+      if (null_fd < 0) null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+      if (null_fd < 0) fail("open /dev/null", errno);
+      src = null_fd;
     }
     moved[i] = ::fcntl(src, F_DUPFD_CLOEXEC, base);
     if (moved[i] < 0) fail("duplicate fd", errno);
@@ -69,6 +71,12 @@ void arrange_fds(std::span<const int> wanted) {
   for (std::size_t i = 0; i < moved.size(); ++i) {
     if (::dup2(moved[i], static_cast<int>(i)) < 0) fail("dup2", errno);  // clears close-on-exec
   }
+  for (const int fd : moved) ::close(fd);
+  if (null_fd >= 0 && null_fd >= static_cast<int>(wanted.size())) ::close(null_fd);
+}
+
+void arrange_fds(std::span<const int> wanted) {
+  place_fds(wanted);
   if (::syscall(SYS_close_range, static_cast<unsigned>(wanted.size()), ~0U, 0U) != 0) {
     // Older kernels: close one by one.
     const long max = ::sysconf(_SC_OPEN_MAX);

@@ -53,5 +53,8 @@ void lock_down(const ChildSpec& spec);
 // every other fd. Safe between fork and user code; the results have no close-on-exec flag.
 // Throws SetupError.
 void arrange_fds(std::span<const int> wanted);
+// The same without closing any other fd (what was at 0 .. wanted.size() - 1 is replaced; the
+// sources stay open): a session's step keeps the files its earlier steps opened.
+void place_fds(std::span<const int> wanted);
 
 }  // namespace sandbox

@@ -38,7 +38,7 @@ void apply_rlimits(const Limits& limits, unsigned wall_timeout_seconds,
     set_limit(RLIMIT_FSIZE, "RLIMIT_FSIZE", limits.file_size_bytes, limits.file_size_bytes);
   }
   if (limits.open_files > 0) {
-    set_limit(RLIMIT_NOFILE, "RLIMIT_NOFILE", limits.open_files, limits.open_files);
+    set_limit(RLIMIT_NOFILE, "RLIMIT_NOFILE", limits.open_files, limits.open_files + kRunnerReserveFds);
   }
   const unsigned cpu = limits.cpu_seconds > 0 ? limits.cpu_seconds : wall_timeout_seconds;
   if (cpu > 0) {

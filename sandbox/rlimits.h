@@ -6,6 +6,12 @@
 
 namespace sandbox {
 
+// RLIMIT_NOFILE's hard limit is this much above its soft one (limits.open_files): descriptors a
+// session's process takes for itself between steps (the next step's fds, its spare's link),
+// lowered back to the soft limit before a step's code runs. Without them, a state whose code
+// holds every descriptor it may could never take another step.
+inline constexpr unsigned kRunnerReserveFds = 16;
+
 // Which limits no cgroup enforces on this host, so rlimits must stand in (see cgroup.h).
 struct RlimitFallbacks {
   bool memory = true;     // RLIMIT_DATA = limits.memory_bytes (per process; never RLIMIT_AS)

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -33,6 +34,7 @@ using sandbox::UniqueFd;
 constexpr int kStepScriptFd = 3;
 constexpr int kStepResultFd = 5;
 constexpr int kStepFilesFd = 6;
+constexpr int kSlots = 7;  // 0-6: the runner's during a step, never a session's own file
 constexpr int kSpareLinkFd = 3;  // a spare's end of its link to its holder, until its step
 // A new holder forks its spare once it has been idle this long: not while the server is still
 // answering its step (on a machine of few cores the fork and the spare's rehearsal would take
@@ -45,6 +47,26 @@ constexpr std::size_t kWarmBytes = 4 << 20;
 constexpr std::size_t kWarmSliceBytes = 256 << 10;
 
 std::int64_t micros(const timeval& t) { return t.tv_sec * 1000000 + t.tv_usec; }
+
+// The open-file limit's reserve (sandbox::kRunnerReserveFds): a holder takes its hard limit, so
+// that a state whose code holds every descriptor it may still takes its next step (the step's
+// fds, a spare's link, the signalfd); a step's code runs under the soft limit the state left.
+// Returns that soft limit.
+rlim_t take_reserve_fds() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return RLIM_INFINITY;
+  const rlim_t soft = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  return soft;
+}
+
+void give_back_reserve_fds(rlim_t soft) {
+  rlimit limit{};
+  if (soft == RLIM_INFINITY || ::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  limit.rlim_cur = std::min(soft, limit.rlim_max);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+}
 
 void set_signal_mask(bool block_chld) {
   sigset_t set;
@@ -99,6 +121,7 @@ class Holder {
   std::set<pid_t> spares_;  // children forked ahead (handed to the server; some took a step since)
   std::uint32_t generation_ = 0;  // steps run in place so far (HolderSpareMessage)
   bool spare_due_ = false;  // a spare is to be forked once this holder is idle
+  rlim_t steps_open_files_ = RLIM_INFINITY;  // the soft open-file limit steps run under
 };
 
 void Holder::watch_children() {
@@ -116,7 +139,7 @@ void Holder::serve(HolderReadyMessage ready) {
     steps_.clear();
     spares_.clear();
     generation_ = 0;
-    (void)sigfd_.release();  // closed by the fd arrangements below
+    sigfd_.reset();  // the holder's; this process watches its own children later
     if (next.kind == Becoming::Kind::spare) {
       await_step(next);  // (the server knows a spare's pidfd: it took the step)
     } else {
@@ -143,6 +166,7 @@ void Holder::report_started(std::uint64_t step_id) {
 }
 
 Becoming Holder::hold(const HolderReadyMessage& ready) {
+  steps_open_files_ = take_reserve_fds();
   watch_children();
   if (send_message(kHolderControlFd, ready) != 0) ::_exit(0);  // the server is gone
   spare_due_ = ready.tasks == 1;
@@ -229,6 +253,7 @@ std::optional<Becoming> Holder::on_step(const StepMessage& step, std::vector<Uni
   if ((step.flags & kStepInPlace) != 0) {
     ++generation_;  // the spares forked before hold an older state now
     const HolderReadyMessage ready = run_step(step, std::move(fds), true);
+    steps_open_files_ = take_reserve_fds();
     watch_children();
     if (send_message(kHolderControlFd, ready) != 0) ::_exit(0);
     spare_due_ = ready.tasks == 1;
@@ -286,13 +311,16 @@ std::optional<Becoming> Holder::fork_spare() {
 }
 
 void Holder::await_step(Becoming& spare) {
-  const int wanted[] = {-1, -1, -1, spare.link.get()};
+  // The runner's slots (0-6) drop the holder's fds (its control socket); the session's own files
+  // stay open.
+  const int wanted[kSlots] = {-1, -1, -1, spare.link.get(), -1, -1, -1};
   try {
-    sandbox::arrange_fds(wanted);
+    sandbox::place_fds(wanted);
   } catch (...) {
     ::_exit(125);
   }
-  (void)spare.link.release();
+  if (spare.link.get() < kSlots) (void)spare.link.release();  // (a slot now: replaced)
+  spare.link.reset();
   ::fcntl(kSpareLinkFd, F_SETFD, FD_CLOEXEC);
   const auto step_waiting = [] {
     pollfd link_fd{kSpareLinkFd, POLLIN, 0};
@@ -319,20 +347,26 @@ void Holder::await_step(Becoming& spare) {
 
 HolderReadyMessage Holder::run_step(const StepMessage& step, std::vector<UniqueFd> fds, bool in_place) {
   const bool files = (step.flags & kStepFiles) != 0;
-  // 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 control socket, 5 result channel, 6 files.
-  std::vector<int> wanted = {-1, fds[StepMessage::kStdoutFd].get(), fds[StepMessage::kStderrFd].get(),
-                             fds[StepMessage::kScriptFd].get(),
-                             in_place ? kHolderControlFd : fds[StepMessage::kBaseFds].get(),
-                             fds[StepMessage::kResultFd].get()};
-  if (files) wanted.push_back(fds.back().get());
+  // 0 /dev/null, 1 stdout, 2 stderr, 3 script, 4 control socket, 5 result channel, 6 files (or
+  // /dev/null): the runner's slots, all seven taken for the whole step, so that no file the
+  // step's code opens lands in one (the next step replaces them; a session's own files, from
+  // 7 up, stay open from step to step, as in one interpreter).
+  const int wanted[kSlots] = {-1, fds[StepMessage::kStdoutFd].get(), fds[StepMessage::kStderrFd].get(),
+                        fds[StepMessage::kScriptFd].get(),
+                        in_place ? kHolderControlFd : fds[StepMessage::kBaseFds].get(),
+                        fds[StepMessage::kResultFd].get(), files ? fds.back().get() : -1};
   try {
-    sandbox::arrange_fds(wanted);
+    sandbox::place_fds(wanted);
   } catch (...) {
     ::_exit(125);
   }
-  for (auto& fd : fds) (void)fd.release();  // closed by arrange_fds
-  (void)sigfd_.release();
+  for (auto& fd : fds) {
+    if (fd.get() < kSlots) (void)fd.release();  // a number among the slots: replaced already
+  }
+  fds.clear();  // the other originals (placed above)
+  sigfd_.reset();
   ::fcntl(kHolderControlFd, F_SETFD, FD_CLOEXEC);  // not for the step's subprocesses
+  give_back_reserve_fds(steps_open_files_);
 
   // The step's processes: its own group, and its orphans come back to it.
   const pid_t home_group = ::getpgid(0);
@@ -358,14 +392,12 @@ HolderReadyMessage Holder::run_step(const StepMessage& step, std::vector<UniqueF
   const long long code = r_.py->get_int(r_.globals, "_MPES_STEP_CODE", 1);
   set_signal_mask(true);
 
-  // The step is over: its pipes reach EOF, what it started goes.
+  // The step is over: its pipes reach EOF, what it started goes. Its slots stay taken.
   const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null_fd >= 0) {
-    ::dup2(null_fd, 1);
-    ::dup2(null_fd, 2);
-    ::close(null_fd);
+  for (int fd : {1, 2, kStepScriptFd, kStepResultFd, kStepFilesFd}) {
+    if (null_fd < 0 || ::dup2(null_fd, fd) < 0) ::close(fd);
   }
-  for (int fd : {kStepScriptFd, kStepResultFd, kStepFilesFd}) ::close(fd);
+  if (null_fd > kStepFilesFd) ::close(null_fd);  // (a lower one is a slot the step freed: kept)
   ::setpgid(0, home_group);
   if (::getpgid(0) != ::getpid()) ::kill(-::getpid(), SIGKILL);  // the rest of the step's group
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);

@@ -67,6 +67,8 @@ TEST_CASE("apply_rlimits sets each limit and leaves RLIMIT_AS alone", "[rlimits]
     if (soft(RLIMIT_CORE) != 0) return 10;
     if (soft(RLIMIT_FSIZE) != (1u << 20)) return 11;
     if (soft(RLIMIT_NOFILE) != 32) return 12;
+    rlimit nofile{};
+    if (getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_max != 32 + sandbox::kRunnerReserveFds) return 17;
     if (soft(RLIMIT_CPU) != 30) return 13;  // no cpu_seconds: the wall timeout
     if (soft(RLIMIT_NPROC) != 8) return 14;
     if (soft(RLIMIT_DATA) != (64u << 20)) return 15;
