@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/floor/measure.h"
 #include "sandbox/unique_fd.h"
 
 namespace floor_bench {
@@ -21,15 +22,7 @@ namespace {
 
 using sandbox::UniqueFd;
 
-std::int64_t now_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-[[noreturn]] void fail(const std::string& what) {
-  throw std::runtime_error("page-touch: " + what + ": " + std::strerror(errno));
-}
+[[noreturn]] void fail(const std::string& what) { floor_bench::fail("page-touch", what); }
 
 // An anonymous private region of 4 KiB pages (no transparent huge pages: a process's heap and
 // stacks are mostly small pages, and one huge page would hide 511 faults).
@@ -103,12 +96,6 @@ ForkedTimes after_fork(const Pass& pass, bool write) {
   times.first_ns = child.first_ns;
   times.second_ns = child.second_ns;
   return times;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 }  // namespace

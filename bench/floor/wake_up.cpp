@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/floor/measure.h"
 #include "sandbox/unique_fd.h"
 
 namespace floor_bench {
@@ -21,27 +22,13 @@ namespace {
 
 using sandbox::UniqueFd;
 
-std::int64_t now_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-[[noreturn]] void fail(const std::string& what) {
-  throw std::runtime_error("wake-up: " + what + ": " + std::strerror(errno));
-}
+[[noreturn]] void fail(const std::string& what) { floor_bench::fail("wake-up", what); }
 
 void pin(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   if (::sched_setaffinity(0, sizeof set, &set) != 0) fail("sched_setaffinity to CPU " + std::to_string(cpu));
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 // From this process (pinned by the caller) to a child pinned to `child_cpu`: `samples` round
