@@ -8,6 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { connect, textOf } from './lib/client.mjs';
 import { startHttpServer } from './lib/http_server.mjs';
+import { RawServer } from './lib/raw_server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -617,34 +618,40 @@ describe('session limits', () => {
   });
 
   test('a cancelled create_session makes no session and frees its place under --max-sessions', async () => {
-    const conn = await connect(['--max-sessions', '2']);
+    // Raw JSON-RPC: whether the server answered a creation before its cancel came is seen on
+    // the wire (an SDK client forgets the call at once, whatever the server did).
+    const raw = new RawServer(['--max-sessions', '2']);
     try {
-      const a = await createSession(conn.client);
-      // A session is made in a few ms: cancels at 0-3 ms reach it queued or while its sandbox
-      // starts; one that comes too late leaves a session that was answered (closed here).
-      let cancelled = 0;
-      for (const delay of [0, 0, 1, 2, 3]) {
-        const controller = new AbortController();
-        const pending = conn.client.callTool({ name: 'create_session', arguments: {} }, undefined,
-          { signal: controller.signal, timeout: 60000 });
-        await sleep(delay);
-        controller.abort();
-        try {
-          const made = await pending;
-          await call(conn.client, 'close_session', { session_id: made.structuredContent.session_id });
-        } catch {
-          cancelled += 1;
-        }
+      await raw.initialize();
+      const request = (id, name, args = {}) =>
+        JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+      await raw.send(request('a', 'create_session'));
+      const a = (await raw.byId('a', 30000)).result.structuredContent.session_id;
+      for (let i = 0; i < 6; i++) {  // each request with its cancel right behind it, in one write
+        await raw.send(`${request(`c${i}`, 'create_session')}\n` +
+          JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: `c${i}` } }));
       }
-      assert.ok(cancelled > 0, 'no create_session was cancelled in time');
-      await sleep(1000);  // what the cancelled creations started has ended by now
-      const list = await call(conn.client, 'list_sessions');
-      assert.deepEqual(list.sc.sessions.map((s) => s.session_id), [a], list.text);
-      const c = await createSession(conn.client);  // the second place is free
-      const after = await call(conn.client, 'list_sessions');
-      assert.deepEqual(after.sc.sessions.map((s) => s.session_id).sort(), [a, c].sort(), after.text);
+      await sleep(1500);  // what the cancelled creations started has ended by now
+      const made = [];
+      let cancelled = 0;
+      for (let i = 0; i < 6; i++) {
+        const answer = raw.messages.find((m) => m.id === `c${i}`);
+        if (!answer) cancelled += 1;
+        else if (answer.result?.structuredContent?.session_id) made.push(answer.result.structuredContent.session_id);
+      }
+      assert.ok(cancelled > 0, JSON.stringify(raw.messages));
+      await raw.send(request('list', 'list_sessions'));
+      const listed = (await raw.byId('list')).result.structuredContent.sessions.map((x) => x.session_id);
+      assert.deepEqual(listed.sort(), [a, ...made].sort());  // no session without its answer
+      for (const id of made) {
+        await raw.send(request(`close-${id}`, 'close_session', { session_id: id }));
+        await raw.byId(`close-${id}`);
+      }
+      await raw.send(request('b', 'create_session'));  // the second place is free
+      const b = await raw.byId('b', 30000);
+      assert.match(b.result.structuredContent?.session_id ?? '', /^[0-9a-f]{32}$/, JSON.stringify(b));
     } finally {
-      await conn.client.close();
+      await raw.close();
     }
   });
 
