@@ -53,7 +53,10 @@ void lock_down(const ChildSpec& spec) {
   apply_rlimits(spec.limits, spec.timeout_seconds, spec.rlimit_fallbacks);
 }
 
-void place_fds(std::span<const int> wanted) {
+namespace {
+
+// place_fds; `close_copies`: close the copies made on the way (arrange_fds' close_range does).
+void place(std::span<const int> wanted, bool close_copies) {
   // Move every wanted fd above the target range first, so no dup2 clobbers a later source.
   const int base = static_cast<int>(wanted.size()) + 3;
   std::vector<int> moved(wanted.size(), -1);
@@ -71,12 +74,17 @@ void place_fds(std::span<const int> wanted) {
   for (std::size_t i = 0; i < moved.size(); ++i) {
     if (::dup2(moved[i], static_cast<int>(i)) < 0) fail("dup2", errno);  // clears close-on-exec
   }
+  if (!close_copies) return;
   for (const int fd : moved) ::close(fd);
   if (null_fd >= 0 && null_fd >= static_cast<int>(wanted.size())) ::close(null_fd);
 }
 
+}  // namespace
+
+void place_fds(std::span<const int> wanted) { place(wanted, true); }
+
 void arrange_fds(std::span<const int> wanted) {
-  place_fds(wanted);
+  place(wanted, false);
   if (::syscall(SYS_close_range, static_cast<unsigned>(wanted.size()), ~0U, 0U) != 0) {
     // Older kernels: close one by one.
     const long max = ::sysconf(_SC_OPEN_MAX);
