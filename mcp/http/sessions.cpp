@@ -104,13 +104,21 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
     by_connection[connection].emplace_back(stream, response);
   }
 
-  // Frees room for a new session: the least recently used idle one goes.
-  bool make_room() {
-    if (sessions.size() < limits.max_sessions) return true;
+  // The least recently used idle session other than `keep`, or null.
+  std::shared_ptr<HttpSession> evictable(const HttpSession* keep = nullptr) const {
     std::shared_ptr<HttpSession> oldest;
     for (const auto& [id, session] : sessions) {
-      if (session->idle() && (!oldest || session->last_used < oldest->last_used)) oldest = session;
+      if (session.get() == keep || !session->idle()) continue;
+      if (!oldest || session->last_used < oldest->last_used) oldest = session;
     }
+    return oldest;
+  }
+
+  // Brings the sessions back within the bound after `opened` was added: the least recently used
+  // idle one goes. False when none can.
+  bool make_room(const HttpSession& opened) {
+    if (sessions.size() <= limits.max_sessions) return true;
+    const auto oldest = evictable(&opened);
     if (!oldest) return false;
     spdlog::info("http: session limit ({}) reached; ending the least recently used idle session",
                  limits.max_sessions);
@@ -202,22 +210,30 @@ void Sessions::initialize(const Request& request, const json& message, Accepts,
     refuse(*response, 503, rpc::kInternalError, "The server is shutting down");
     return;
   }
-  if (!state.make_room()) {
-    refuse(*response, 503, rpc::kInternalError,
-           "Too many sessions are active (" + std::to_string(state.limits.max_sessions) + "); retry later");
+  const std::string full = "Too many sessions are active (" + std::to_string(state.limits.max_sessions) +
+                           "); retry later";
+  if (state.sessions.size() >= state.limits.max_sessions && !state.evictable()) {
+    refuse(*response, 503, rpc::kInternalError, full);
     return;
   }
+  // Room is made once the initialize is accepted: a refused one ends no other session.
   auto session = std::make_shared<HttpSession>(state.tools, state.options, new_session_id());
   state.sessions.emplace(session->id, session);
   std::weak_ptr<State> weak = state_;
   session->legacy.handle(
       message,
       Outlet{nullptr,
-             [weak, session, response](std::optional<json> answer) {
+             [weak, session, response, full](std::optional<json> answer) {
                const bool ok = answer && answer->contains("result");
+               auto s = weak.lock();
                if (!ok) {
-                 if (auto s = weak.lock()) s->sessions.erase(session->id);
+                 if (s) s->sessions.erase(session->id);
                  if (answer) send_json(*response, 400, *answer);
+                 return;
+               }
+               if (s && !s->make_room(*session)) {
+                 s->sessions.erase(session->id);
+                 refuse(*response, 503, rpc::kInternalError, full);
                  return;
                }
                spdlog::debug("http: session {}... opened", session->id.substr(0, 8));

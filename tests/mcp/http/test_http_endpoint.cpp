@@ -420,6 +420,27 @@ TEST_CASE("http endpoint: the number of sessions is bounded; the least recently 
   CHECK(refused->header("Mcp-Session-Id").empty());
 }
 
+TEST_CASE("http endpoint: an initialize refused at the session bound ends no other session") {
+  http::SessionLimits limits;
+  limits.max_sessions = 2;
+  Fixture f({}, limits);
+  const auto first = f.initialize();
+  const auto second = f.initialize();
+  const auto bad = f.legacy("", {{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"},
+                                 {"params", {{"capabilities", json::object()}}}});  // no protocolVersion
+  CHECK(bad->status == 400);
+  CHECK(bad->header("Mcp-Session-Id").empty());
+  CHECK(f.endpoint->sessions() == 2);
+  CHECK(f.ended.empty());
+  CHECK(f.legacy(first, {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "ping"}})->status == 200);
+  CHECK(f.legacy(second, {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}})->status == 200);
+  // A good one still makes room: the least recently used idle session goes.
+  const auto third = f.initialize();
+  CHECK(f.endpoint->sessions() == 2);
+  CHECK(f.legacy(first, {{"jsonrpc", "2.0"}, {"id", 3}, {"method", "ping"}})->status == 404);
+  CHECK(f.legacy(third, {{"jsonrpc", "2.0"}, {"id", 4}, {"method", "ping"}})->status == 200);
+}
+
 TEST_CASE("http endpoint: what a session's calls own is released when the session ends, and only then") {
   http::SessionLimits limits;
   limits.max_sessions = 2;
