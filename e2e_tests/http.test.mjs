@@ -318,10 +318,27 @@ test('open-file limit: raised to the hard one at start; a --max-connections that
     '--max-connections', '2000'], { encoding: 'utf8', timeout: 20000 });
   assert.equal(refused.status, 1, refused.stderr);
   assert.match(refused.stderr, /--max-connections 2000 does not fit in the server's open-file limit \(1024.*ulimit -Hn/);
+  // The default is lowered to fit instead, and said so.
+  const { spawn } = await import('node:child_process');
+  const lowered = spawn('prlimit', ['--nofile=300:300', serverPath, '--transport', 'http', '--port', '0',
+    '--max-concurrent-runs', '4'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  try {
+    let text = '';
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`not listening:\n${text}`)), 20000);
+      lowered.stderr.on('data', (d) => {
+        text += d;
+        if (/listening on/.test(text)) { clearTimeout(timer); resolve(); }
+      });
+      lowered.on('exit', (code) => { clearTimeout(timer); reject(new Error(`exited ${code}:\n${text}`)); });
+    });
+    assert.match(text, /the default --max-connections 256 lowered to 172 to fit in the server's open-file limit \(300/);
+  } finally {
+    lowered.kill('SIGTERM');
+  }
 
   // A soft limit of 256 under a hard one of 4096: 600 connections at once must not exhaust the
   // server (the HTTP library stops accepting for good after one failed accept()).
-  const { spawn } = await import('node:child_process');
   const net = await import('node:net');
   const child = spawn('prlimit', ['--nofile=256:4096', serverPath, '--transport', 'http', '--port', '0',
     '--max-connections', '2000'], { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -401,6 +401,7 @@ CliResult parse_cli(const std::vector<std::string>& args) {
     if (!max_connections.empty()) {
       http.max_connections =
           static_cast<unsigned>(parse_integer("--max-connections", max_connections, 1, 65536));
+      http.max_connections_given = true;
     }
     if (!read_timeout.empty()) {
       http.read_timeout_seconds =

@@ -24,6 +24,7 @@ struct HttpOptions {
   std::optional<std::string> auth_token;  // from --auth-token-file: clients send it as Bearer
   bool allow_unauthenticated = false;
   unsigned max_connections = 256;   // open at once; more wait in the listen backlog
+  bool max_connections_given = false;  // by --max-connections (else the default, lowered to fit)
   unsigned read_timeout_seconds = 30;  // to receive one request (headers and body); idle keep-alive
 };
 

@@ -35,4 +35,24 @@ std::optional<std::string> connections_fit(unsigned max_connections, unsigned ma
   return why;
 }
 
+ConnectionBound connection_bound(unsigned max_connections, bool given, unsigned max_concurrent_runs, rlim_t limit) {
+  ConnectionBound out;
+  auto why = connections_fit(max_connections, max_concurrent_runs, limit);
+  if (!why) {
+    out.max_connections = max_connections;
+    return out;
+  }
+  const rlim_t others = descriptors_besides_connections(max_concurrent_runs);
+  constexpr unsigned kFewest = 16;
+  if (given || limit < others + kFewest) {
+    out.error = std::move(*why);
+    return out;
+  }
+  out.max_connections = static_cast<unsigned>(limit - others);
+  out.warning = "the default --max-connections " + std::to_string(max_connections) + " lowered to " +
+                std::to_string(out.max_connections) + " to fit in the server's open-file limit (" +
+                std::to_string(limit) + ", ulimit -Hn) beside " + std::to_string(max_concurrent_runs) + " runs in flight";
+  return out;
+}
+
 }  // namespace mcp

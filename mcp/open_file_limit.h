@@ -24,4 +24,14 @@ rlim_t descriptors_besides_connections(unsigned max_concurrent_runs);
 // flag and the limit to change; nullopt when it fits.
 std::optional<std::string> connections_fit(unsigned max_connections, unsigned max_concurrent_runs, rlim_t limit);
 
+// The connections the server allows: `max_connections` when it fits; the default lowered to what
+// fits (at least 16), with `warning` saying so; else `error` (a --max-connections given that
+// does not fit, or no room even for 16).
+struct ConnectionBound {
+  unsigned max_connections = 0;
+  std::string warning;
+  std::string error;
+};
+ConnectionBound connection_bound(unsigned max_connections, bool given, unsigned max_concurrent_runs, rlim_t limit);
+
 }  // namespace mcp

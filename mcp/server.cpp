@@ -269,11 +269,14 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
 int serve_http(const CliOptions& options, ServerHooks hooks,
                std::function<void(std::uint16_t, std::function<void()>)> on_listening) {
   fill_defaults(hooks);
-  if (auto why = connections_fit(options.http.max_connections, engine::max_concurrent_runs(options.engine),
-                                 raise_open_file_limit())) {
-    spdlog::critical("{}", *why);
+  const ConnectionBound bound =
+      connection_bound(options.http.max_connections, options.http.max_connections_given,
+                       engine::max_concurrent_runs(options.engine), raise_open_file_limit());
+  if (!bound.error.empty()) {
+    spdlog::critical("{}", bound.error);
     return 1;
   }
+  if (!bound.warning.empty()) spdlog::warn("{}", bound.warning);
   ServerIoContext io;
   std::unique_ptr<engine::Engine> engine = hooks.make_engine(io, options.engine);
   ToolRegistry registry;
@@ -295,7 +298,7 @@ int serve_http(const CliOptions& options, ServerHooks hooks,
   listener_options.budget = budget;
   listener_options.host = options.http.host;
   listener_options.port = options.http.port;
-  listener_options.max_connections = options.http.max_connections;
+  listener_options.max_connections = bound.max_connections;
   listener_options.read_timeout = std::chrono::seconds(options.http.read_timeout_seconds);
   http::Listener listener(
       io, listener_options,

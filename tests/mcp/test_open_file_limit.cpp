@@ -28,6 +28,23 @@ TEST_CASE("--max-connections must fit in the open-file limit beside the runs", "
   CHECK_THAT(*tiny, !Contains("give --max-connections"));
 }
 
+TEST_CASE("the default --max-connections is lowered to fit; one given is refused", "[open-file-limit]") {
+  const rlim_t others = mcp::descriptors_besides_connections(4);
+  const auto fits = mcp::connection_bound(256, true, 4, 4096);
+  CHECK(fits.max_connections == 256);
+  CHECK(fits.warning.empty());
+  CHECK(fits.error.empty());
+  const auto lowered = mcp::connection_bound(256, false, 4, others + 100);
+  CHECK(lowered.max_connections == 100);
+  CHECK_THAT(lowered.warning, Contains("default --max-connections 256 lowered to 100"));
+  CHECK(lowered.error.empty());
+  const auto given = mcp::connection_bound(256, true, 4, others + 100);
+  CHECK(given.max_connections == 0);
+  CHECK_THAT(given.error, Contains("--max-connections 256 does not fit"));
+  const auto no_room = mcp::connection_bound(256, false, 4, others + 15);
+  CHECK_THAT(no_room.error, Contains("raise the limit"));
+}
+
 TEST_CASE("the soft open-file limit is raised to the hard one", "[open-file-limit]") {
   // In a child: the test process's own limit stays as it is.
   const pid_t pid = ::fork();
