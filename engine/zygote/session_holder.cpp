@@ -351,10 +351,13 @@ HolderReadyMessage Holder::run_step(const StepMessage& step, std::vector<UniqueF
   // /dev/null): the runner's slots, all seven taken for the whole step, so that no file the
   // step's code opens lands in one (the next step replaces them; a session's own files, from
   // 7 up, stay open from step to step, as in one interpreter).
-  const int wanted[kSlots] = {-1, fds[StepMessage::kStdoutFd].get(), fds[StepMessage::kStderrFd].get(),
-                        fds[StepMessage::kScriptFd].get(),
-                        in_place ? kHolderControlFd : fds[StepMessage::kBaseFds].get(),
-                        fds[StepMessage::kResultFd].get(), files ? fds.back().get() : -1};
+  const int wanted[kSlots] = {-1,
+                              fds[StepMessage::kStdoutFd].get(),
+                              fds[StepMessage::kStderrFd].get(),
+                              fds[StepMessage::kScriptFd].get(),
+                              in_place ? kHolderControlFd : fds[StepMessage::kBaseFds].get(),
+                              fds[StepMessage::kResultFd].get(),
+                              files ? fds.back().get() : -1};
   try {
     sandbox::place_fds(wanted);
   } catch (...) {
