@@ -319,41 +319,20 @@ test('open-file limit: raised to the hard one at start; a --max-connections that
   assert.equal(refused.status, 1, refused.stderr);
   assert.match(refused.stderr, /--max-connections 2000 does not fit in the server's open-file limit \(1024.*ulimit -Hn/);
   // The default is lowered to fit instead, and said so.
-  const { spawn } = await import('node:child_process');
-  const lowered = spawn('prlimit', ['--nofile=300:300', serverPath, '--transport', 'http', '--port', '0',
-    '--max-concurrent-runs', '4'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const lowered = await startHttpServer(['--max-concurrent-runs', '4'], { prefix: ['prlimit', '--nofile=300:300'] });
   try {
-    let text = '';
-    await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`not listening:\n${text}`)), 20000);
-      lowered.stderr.on('data', (d) => {
-        text += d;
-        if (/listening on/.test(text)) { clearTimeout(timer); resolve(); }
-      });
-      lowered.on('exit', (code) => { clearTimeout(timer); reject(new Error(`exited ${code}:\n${text}`)); });
-    });
-    assert.match(text, /the default --max-connections 256 lowered to 172 to fit in the server's open-file limit \(300/);
+    assert.match(lowered.stderr(), /the default --max-connections 256 lowered to 172 to fit in the server's open-file limit \(300/);
   } finally {
-    lowered.kill('SIGTERM');
+    await lowered.stop();
   }
 
   // A soft limit of 256 under a hard one of 4096: 600 connections at once must not exhaust the
   // server (the HTTP library stops accepting for good after one failed accept()).
   const net = await import('node:net');
-  const child = spawn('prlimit', ['--nofile=256:4096', serverPath, '--transport', 'http', '--port', '0',
-    '--max-connections', '2000'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const server = await startHttpServer(['--max-connections', '2000'], { prefix: ['prlimit', '--nofile=256:4096'] });
   try {
-    let stderr = '';
-    const port = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`not listening:\n${stderr}`)), 20000);
-      child.stderr.on('data', (d) => {
-        stderr += d;
-        const m = /listening on http:\/\/[^ ]*?:(\d+)\/mcp/.exec(stderr);
-        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-      });
-      child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`exited ${code}:\n${stderr}`)); });
-    });
-    const limits = fs.readFileSync(`/proc/${child.pid}/limits`, 'utf8');
+    const { port } = server;
+    const limits = fs.readFileSync(`/proc/${server.child.pid}/limits`, 'utf8');
     assert.match(limits, /Max open files\s+4096\s+4096/, limits);
     const sockets = await Promise.all(Array.from({ length: 600 }, () => new Promise((resolve, reject) => {
       const s = net.connect(port, '127.0.0.1', () => resolve(s));
@@ -370,7 +349,7 @@ test('open-file limit: raised to the hard one at start; a --max-connections that
     });
     assert.equal(health, 200);
   } finally {
-    child.kill('SIGTERM');
+    await server.stop();
   }
 });
 

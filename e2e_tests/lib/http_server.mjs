@@ -1,10 +1,12 @@
 // The server under test on the Streamable HTTP transport: started on a free port (--port 0, the
-// port read from its "listening on" log line), stopped with SIGTERM.
+// port read from its "listening on" log line), stopped with SIGTERM. `prefix`: a command that
+// execs the server (e.g. ['prlimit', '--nofile=256:4096']), so that its pid is the server's.
 import { spawn } from 'node:child_process';
 import { serverPath } from './client.mjs';
 
-export async function startHttpServer(args = [], { env, timeoutMs = 20000 } = {}) {
-  const child = spawn(serverPath, ['--transport', 'http', '--port', '0', ...args], {
+export async function startHttpServer(args = [], { env, timeoutMs = 20000, prefix = [] } = {}) {
+  const argv = [...prefix, serverPath, '--transport', 'http', '--port', '0', ...args];
+  const child = spawn(argv[0], argv.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...(env ?? {}) },
   });
