@@ -243,3 +243,68 @@ test('HTTP: a session that never reads its answers is refused new calls at its b
     await server.stop();
   }
 });
+
+// A JSON-RPC batch (2025-03-26) is answered by one array, so its calls' replies are held until
+// its last call ends: its calls start within the intake bound, and the ones that would take the
+// batch past it are refused (not run), each with its own error in the array.
+const BATCH_FLAGS = ['--max-concurrent-runs', '2', '--max-output-bytes', String(MiB), '--max-images', '0',
+  '--max-output-file-bytes', '0'];
+const BATCH_BOUND = intakeBound({ maxOutput: MiB, images: 0, files: 0, slots: 2 });
+const BATCH_REPLY = 7 * MiB + 128 * 1024;  // one call's reply bound under BATCH_FLAGS
+const heavyBatch = (n) => Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call',
+  params: { name: 'execute_python', arguments: { script: `import sys; sys.stdout.write("${i} " + "y" * 1048000)` } } }));
+
+function checkBoundedBatch(reply, n) {
+  assert.ok(Array.isArray(reply), 'one array answers the batch');
+  assert.equal(reply.length, n);
+  assert.deepEqual(reply.map((r) => r.id).sort((a, b) => a - b), Array.from({ length: n }, (_, i) => i));
+  const ran = reply.filter((r) => r.result);
+  const refused = reply.filter((r) => r.error);
+  for (const r of ran) assert.equal(r.result.structuredContent.stdout, `${r.id} ` + 'y'.repeat(1048000));
+  for (const r of refused) {
+    assert.equal(r.error.code, -32000);
+    assert.match(r.error.message, /replies of this batch already take .* nothing of it ran\. Send it again in another message/);
+  }
+  assert.ok(refused.length > 0, 'calls past the bound are refused');
+  // What the batch held stayed within the bound: the calls that ran, at their real size, plus one
+  // call's bound at most.
+  const held = ran.reduce((sum, r) => sum + JSON.stringify(r).length, 0);
+  assert.ok(held <= BATCH_BOUND + BATCH_REPLY, `the batch held ${(held / MiB).toFixed(1)} MiB`);
+  assert.ok(held > BATCH_BOUND / 2, `it used the bound (${(held / MiB).toFixed(1)} MiB held)`);
+}
+
+test('stdio: a batch of output-heavy calls past the intake bound has the calls beyond it refused, the rest answered', async () => {
+  const { RawServer } = await import('./lib/raw_server.mjs');
+  const s = new RawServer(withBackend(BATCH_FLAGS));
+  await s.initialize('2025-03-26');
+  const n = 60;
+  await s.send(heavyBatch(n));
+  checkBoundedBatch(await s.next((m) => Array.isArray(m), 120000), n);
+  // The server goes on serving, the refused calls can be sent again.
+  await s.send({ jsonrpc: '2.0', id: 'after', method: 'tools/call', params: { name: 'execute_python', arguments: { script: 'print(6 * 7)' } } });
+  assert.equal((await s.byId('after', 30000)).result.structuredContent.stdout, '42\n');
+  assert.equal(await s.close(), 0);
+});
+
+test('HTTP: a session\'s batch past its client bound has the calls beyond it refused, and its held replies count', async () => {
+  const { startHttpServer } = await import('./lib/http_server.mjs');
+  const server = await startHttpServer(withBackend(BATCH_FLAGS));
+  const headers = (session) => ({ 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+    'MCP-Protocol-Version': '2025-03-26', ...(session ? { 'Mcp-Session-Id': session } : {}) });
+  try {
+    const init = await fetch(server.url, { method: 'POST', headers: headers(), body: JSON.stringify({ jsonrpc: '2.0', id: 0,
+      method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'batch', version: '1' } } }) });
+    assert.equal(init.status, 200);
+    const session = init.headers.get('mcp-session-id');
+    await fetch(server.url, { method: 'POST', headers: headers(session), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    const n = 60;
+    const r = await fetch(server.url, { method: 'POST', headers: { ...headers(session), Accept: 'application/json' }, body: JSON.stringify(heavyBatch(n)) });
+    assert.equal(r.status, 200);
+    checkBoundedBatch(await r.json(), n);
+    const after = await fetch(server.url, { method: 'POST', headers: { ...headers(session), Accept: 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'after', method: 'tools/call', params: { name: 'execute_python', arguments: { script: 'print(6 * 7)' } } }) });
+    assert.equal((await after.json()).result.structuredContent.stdout, '42\n');
+  } finally {
+    await server.stop();
+  }
+});

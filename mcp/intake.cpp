@@ -44,6 +44,14 @@ bool may_start_calls(const IntakeLoad& load, std::size_t calls, std::size_t shar
   return share <= room && calls <= room / std::max<std::size_t>(share, 1);
 }
 
+BatchCall next_batch_call(std::size_t held_bytes, std::size_t running, std::size_t reply_bound,
+                          std::size_t max_bytes) {
+  if (max_bytes == 0 || (held_bytes == 0 && running == 0)) return BatchCall::start;
+  const std::size_t may_reply = (running + 1) * reply_bound;
+  if (held_bytes <= max_bytes && may_reply <= max_bytes - held_bytes) return BatchCall::start;
+  return running == 0 ? BatchCall::refuse : BatchCall::wait;
+}
+
 namespace {
 
 bool is_call_request(const nlohmann::json& message) {

@@ -49,6 +49,15 @@ IntakeLimits intake_limits(const engine::EngineConfig& config);
 bool may_start_calls(const IntakeLoad& load, std::size_t calls, std::size_t share,
                      const IntakeLimits& limits);
 
+// A JSON-RPC batch is answered by one array, so the replies of its calls are held until the last
+// one ends: its calls start one by one, each while the replies the batch holds, plus what its
+// running calls and the new one may still reply, stay within `max_bytes` (0: no bound). The first
+// call of a batch always starts; once nothing of it runs and no room is left, the rest are refused
+// (the client sends them again in another message) rather than held without bound.
+enum class BatchCall { start, wait, refuse };
+BatchCall next_batch_call(std::size_t held_bytes, std::size_t running, std::size_t reply_bound,
+                          std::size_t max_bytes);
+
 // How many calls this message (parsed) starts: 1 for a tools/call request, the number of
 // tools/call requests in a batch, else 0.
 std::size_t calls_started(const nlohmann::json& message);

@@ -17,6 +17,8 @@ enum ErrorCode : int {
   kMethodNotFound = -32601,
   kInvalidParams = -32602,
   kInternalError = -32603,
+  // Implementation-defined server error: the request was refused for now (send it again later).
+  kServerBusy = -32000,
   // Defined by MCP 2026-07-28 (the range -32020..-32099 is reserved to the specification).
   kHeaderMismatch = -32020,
   kMissingRequiredClientCapability = -32021,

@@ -1,10 +1,13 @@
 #include "mcp/legacy_session.h"
 
+#include <deque>
 #include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "mcp/era.h"
+#include "mcp/intake.h"
 #include "mcp/jsonrpc.h"
 
 namespace mcp {
@@ -25,12 +28,17 @@ struct LegacySession::State : std::enable_shared_from_this<LegacySession::State>
   bool initialized = false;
   bool accepting = true;
   LogLevel log_level;
+  std::function<void(std::ptrdiff_t)> batch_held;
+  std::vector<std::weak_ptr<Batch>> batches;  // with calls not started yet
 
   void dispatch(const json& message, const Outlet& outlet, const CallOptions& base);
   void handle_request(const json& id, const std::string& method, const json& params,
                       const Outlet& outlet, const CallOptions& base);
   void initialize(const json& id, const json& params, const Outlet& outlet);
   CallOptions call_options(const json& params, const CallOptions& base);
+  // Starts the queued calls of `batch` that may start now, refuses those that never can.
+  void pump(const std::shared_ptr<Batch>& batch);
+  bool cancel_queued(const std::string& id_key);
 };
 
 namespace {
@@ -41,22 +49,40 @@ json params_of(const json& message) {
   return *it;
 }
 
-// Collects the responses of one batch and sends them as one array once all are in.
-struct Batch {
+}  // namespace
+
+// Collects the responses of one batch and sends them as one array once all are in. Its
+// tools/call requests wait in `queued` and start as next_batch_call (mcp/intake.h) allows.
+struct LegacySession::Batch {
   json responses = json::array();
   std::size_t pending = 0;
   bool sealed = false;
   bool sent = false;
   std::function<void(std::optional<json>)> reply;
+  std::function<void(json)> notify;
+  std::function<void(std::ptrdiff_t)> held;  // may be empty
+  CallOptions base;
+  std::size_t held_bytes = 0;
+  std::deque<json> queued;  // tools/call requests not started yet
+  std::size_t running = 0;
+  bool pumping = false;
+  bool pump_again = false;
 
   void settle(std::optional<json> response) {
-    if (response) responses.push_back(std::move(*response));
+    if (response) {
+      const std::size_t bytes = rpc::serialize(*response).size();
+      held_bytes += bytes;
+      if (held) held(static_cast<std::ptrdiff_t>(bytes));
+      responses.push_back(std::move(*response));
+    }
     --pending;
     maybe_send();
   }
   void maybe_send() {
     if (!sealed || pending != 0 || sent) return;
     sent = true;
+    if (held && held_bytes != 0) held(-static_cast<std::ptrdiff_t>(held_bytes));
+    held_bytes = 0;
     // A batch of only notifications (or only cancelled requests) gets no response at all.
     if (responses.empty()) {
       reply(std::nullopt);
@@ -64,7 +90,30 @@ struct Batch {
       reply(std::move(responses));
     }
   }
+  // A queued call cancelled before it started: like a cancelled request, it gets no response.
+  bool drop_queued(const std::string& id_key) {
+    for (auto it = queued.begin(); it != queued.end(); ++it) {
+      if ((*it)["id"].dump() != id_key) continue;
+      queued.erase(it);
+      settle(std::nullopt);
+      return true;
+    }
+    return false;
+  }
 };
+
+namespace {
+
+std::string mib(std::size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+json batch_refusal(const json& id, std::size_t held_bytes, std::size_t reply_bound, std::size_t max_bytes) {
+  return rpc::error_response(
+      id, rpc::kServerBusy,
+      "Request refused: the replies of this batch already take " + mib(held_bytes) +
+          " and this call may add up to " + mib(reply_bound) + " (its bound under --max-output-bytes, "
+          "--max-images and --max-output-file-bytes), past the " + mib(max_bytes) +
+          " one client's replies may hold; nothing of it ran. Send it again in another message");
+}
 
 }  // namespace
 
@@ -86,7 +135,7 @@ void LegacySession::State::dispatch(const json& message, const Outlet& outlet,
         if (msg.method == "notifications/cancelled" && params.is_object()) {
           const auto request_id = params.find("requestId");
           if (request_id != params.end() && rpc::is_valid_id(*request_id) &&
-              calls.cancel(request_id->dump())) {
+              (calls.cancel(request_id->dump()) || cancel_queued(request_id->dump()))) {
             spdlog::debug("mcp: request {} cancelled by the client", request_id->dump());
           }
         } else if (msg.method != "notifications/initialized") {
@@ -239,7 +288,14 @@ void LegacySession::handle_batch(const json& batch, const Outlet& outlet, const 
   auto collector = std::make_shared<Batch>();
   collector->pending = batch.size();
   collector->reply = outlet.done;
+  collector->notify = outlet.notify;
+  collector->held = state_->batch_held;
+  collector->base = base;
   for (const auto& element : batch) {
+    if (calls_started(element) == 1) {
+      collector->queued.push_back(element);
+      continue;
+    }
     state_->dispatch(element,
                      Outlet{outlet.notify,
                             [collector](std::optional<json> response) {
@@ -248,11 +304,72 @@ void LegacySession::handle_batch(const json& batch, const Outlet& outlet, const 
                      base);
   }
   collector->sealed = true;
+  if (!collector->queued.empty()) state_->batches.push_back(collector);
+  state_->pump(collector);
   collector->maybe_send();
+}
+
+void LegacySession::State::pump(const std::shared_ptr<Batch>& batch) {
+  if (batch->pumping) {
+    batch->pump_again = true;
+    return;
+  }
+  batch->pumping = true;
+  do {
+    batch->pump_again = false;
+    while (!batch->queued.empty()) {
+      const auto next = next_batch_call(batch->held_bytes, batch->running, options.batch_reply_bound,
+                                        options.batch_max_bytes);
+      if (next == BatchCall::wait) break;
+      json call = std::move(batch->queued.front());
+      batch->queued.pop_front();
+      if (next == BatchCall::refuse) {
+        spdlog::warn("mcp: refused a call of a batch whose replies hold {} bytes", batch->held_bytes);
+        batch->settle(batch_refusal(call["id"], batch->held_bytes, options.batch_reply_bound,
+                                    options.batch_max_bytes));
+        continue;
+      }
+      ++batch->running;
+      dispatch(call,
+               Outlet{batch->notify,
+                      [batch, weak = weak_from_this()](std::optional<json> response) {
+                        --batch->running;
+                        batch->settle(std::move(response));
+                        if (auto state = weak.lock()) {
+                          state->pump(batch);
+                          return;
+                        }
+                        // The session ended: what never started is not answered.
+                        while (!batch->queued.empty()) {
+                          batch->queued.pop_front();
+                          batch->settle(std::nullopt);
+                        }
+                      }},
+               batch->base);
+    }
+  } while (batch->pump_again);
+  batch->pumping = false;
+  if (batch->queued.empty()) {
+    std::erase_if(batches, [&](const std::weak_ptr<Batch>& b) {
+      const auto live = b.lock();
+      return !live || live == batch;
+    });
+  }
+}
+
+bool LegacySession::State::cancel_queued(const std::string& id_key) {
+  for (const auto& weak : batches) {
+    if (auto batch = weak.lock(); batch && batch->drop_queued(id_key)) return true;
+  }
+  return false;
 }
 
 void LegacySession::set_on_initialized(std::function<void()> callback) {
   state_->on_initialized = std::move(callback);
+}
+
+void LegacySession::set_batch_held(std::function<void(std::ptrdiff_t)> held) {
+  state_->batch_held = std::move(held);
 }
 
 void LegacySession::set_unrelated_sink(std::function<void(json)> sink) {

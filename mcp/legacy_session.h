@@ -5,6 +5,7 @@
 // same session serves a line stream and per-request HTTP responses. Single-threaded.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -22,6 +23,11 @@ struct SessionOptions {
   std::string instructions;                  // initialize result "instructions"
   LogLevel log_level = LogLevel::warning;     // until the client sends logging/setLevel
   std::string logger_name = "mcp-python-exec-sandbox";
+  // A batch's tools/call requests start while its held replies and its running calls fit in
+  // `batch_max_bytes`, each call counted at `batch_reply_bound` (mcp/intake.h next_batch_call);
+  // 0: no bound.
+  std::size_t batch_max_bytes = 0;
+  std::size_t batch_reply_bound = 0;
 };
 
 class LegacySession {
@@ -39,6 +45,10 @@ class LegacySession {
   // unless 2025-03-26 was negotiated.
   void handle_batch(const nlohmann::json& batch, const Outlet& outlet, const CallOptions& base = {});
 
+  // Told each change of the bytes this session's batches hold (a reply in: +, a batch sent: -),
+  // so that its owner counts them as replies waiting for the client.
+  void set_batch_held(std::function<void(std::ptrdiff_t)> held);
+
   // Called once, right after the initialize response has been handed to its outlet.
   void set_on_initialized(std::function<void()> callback);
   // Where log records unrelated to any request go (the stdio stream); empty: nowhere.
@@ -54,6 +64,7 @@ class LegacySession {
   void stop_accepting();
 
   struct State;
+  struct Batch;
 
  private:
   std::shared_ptr<State> state_;

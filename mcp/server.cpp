@@ -89,6 +89,10 @@ class StdioIntake {
         framer_([this](std::string_view line) { take(line); },
                 [this](const OversizeLine& line) { session_.handle_oversize(line); }) {
     session_.set_reply_bound(reply_bound_);
+    session_.set_batch_held([this](std::ptrdiff_t bytes) {
+      batch_bytes_ = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(batch_bytes_) + bytes);
+      if (bytes < 0) poke_later();
+    });
     // Both run before the state they change is visible (a call's response is sent after it
     // leaves the table): look again once they are done.
     session_.set_on_call_ended([this] { poke_later(); });
@@ -96,6 +100,7 @@ class StdioIntake {
   }
   ~StdioIntake() {
     session_.set_on_call_ended(nullptr);
+    session_.set_batch_held(nullptr);
     transport_.set_on_written(nullptr);
   }
   StdioIntake(const StdioIntake&) = delete;
@@ -115,7 +120,8 @@ class StdioIntake {
 
  private:
   IntakeLoad load() const {
-    return IntakeLoad{transport_.queued_bytes(), session_.reserved_bytes(), session_.calls_in_flight()};
+    return IntakeLoad{transport_.queued_bytes() + batch_bytes_, session_.reserved_bytes(),
+                      session_.calls_in_flight()};
   }
   bool room_for(std::size_t calls, std::size_t line_bytes) const {
     return may_start_calls(load(), calls, call_share_bytes(reply_bound_, line_bytes), limits_);
@@ -171,6 +177,7 @@ class StdioIntake {
   Session& session_;
   IntakeLimits limits_;
   std::size_t reply_bound_;
+  std::size_t batch_bytes_ = 0;  // replies batches hold until their last call ends
   LineFramer framer_;
   struct Held {  // a message that waits for room, parsed once
     std::optional<nlohmann::json> parsed;
@@ -208,6 +215,8 @@ int serve_stdio(const CliOptions& options, ProtocolFds fds, ServerHooks hooks) {
   StdioTransport transport(io, std::move(fds.in), std::move(fds.out));
   SessionOptions session_options;
   session_options.instructions = server_instructions(options.engine);
+  session_options.batch_max_bytes = intake_limits(options.engine).max_bytes;
+  session_options.batch_reply_bound = reply_bound_bytes(options.engine);
   Session session(registry, session_options,
                   [&transport](std::string message) { transport.send(std::move(message)); });
   session.set_on_initialized([&engine] {

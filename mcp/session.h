@@ -54,6 +54,8 @@ class Session {
   // intake bound (mcp/intake.h) while it is in flight; 0 until set.
   void set_reply_bound(std::size_t bytes) { reply_bound_ = bytes; }
   std::size_t reserved_bytes() const;
+  // Told each change of the bytes held by batches not answered yet (LegacySession).
+  void set_batch_held(std::function<void(std::ptrdiff_t)> held) { legacy_.set_batch_held(std::move(held)); }
   // Runs `hook` each time a call ends, before its response is handed to the sink.
   void set_on_call_ended(std::function<void()> hook);
 

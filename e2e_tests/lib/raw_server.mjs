@@ -23,19 +23,24 @@ export class RawServer {
       open.delete(this);
       resolve(code);
     }));
-    let buffer = '';
+    // A line's chunks are kept apart until its newline arrives: a reply of many MiB is not
+    // searched again for each chunk.
+    let parts = [];
     this.child.stdout.on('data', (chunk) => {
-      buffer += chunk;
+      let from = 0;
       let nl;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
+      while ((nl = chunk.indexOf(10, from)) >= 0) {
+        parts.push(chunk.subarray(from, nl));
+        const line = Buffer.concat(parts).toString('utf8');
+        parts = [];
+        from = nl + 1;
         // stdout carries nothing but JSON-RPC messages, one per line.
         const message = JSON.parse(line);
         assert.ok(Array.isArray(message) || message.jsonrpc === '2.0', `not JSON-RPC: ${line}`);
         this.messages.push(message);
         this.waiters = this.waiters.filter((w) => !w());
       }
+      if (from < chunk.length) parts.push(chunk.subarray(from));
     });
     this.child.stderr.on('data', (d) => { this.stderr += d; });
   }

@@ -16,6 +16,7 @@ OutputLimits output_limits(const engine::EngineConfig& config) {
   OutputLimits limits;
   limits.client_bytes = intake_limits(config).max_bytes;
   limits.total_bytes = 4 * limits.client_bytes;
+  limits.call_bytes = reply_bound_bytes(config);
   return limits;
 }
 

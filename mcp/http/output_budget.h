@@ -22,10 +22,13 @@ namespace mcp::http {
 struct OutputLimits {
   std::size_t client_bytes = std::size_t{64} << 20;
   std::size_t total_bytes = std::size_t{256} << 20;
+  std::size_t call_bytes = 0;  // the most one call may reply (mcp/intake.h reply_bound_bytes)
 };
 
 // For a server configured by `config`: per client the stdio intake bound (mcp/intake.h: at least
 // 64 MiB, room for one reply more than the run slots), four times that for the whole server.
+// A batch's held replies count against its client as they come in, and its calls start within
+// the client's bound (mcp/intake.h next_batch_call).
 OutputLimits output_limits(const engine::EngineConfig& config);
 
 struct OutputRefusal {

@@ -217,7 +217,22 @@ void Sessions::initialize(const Request& request, const json& message, Accepts,
     return;
   }
   // Room is made once the initialize is accepted: a refused one ends no other session.
-  auto session = std::make_shared<HttpSession>(state.tools, state.options, new_session_id());
+  SessionOptions options = state.options;
+  if (state.budget) {
+    options.batch_max_bytes = state.budget->limits().client_bytes;
+    options.batch_reply_bound = state.budget->limits().call_bytes;
+  }
+  auto session = std::make_shared<HttpSession>(state.tools, options, new_session_id());
+  if (state.budget) {
+    session->legacy.set_batch_held([budget = state.budget, client = OutputBudget::session_client(session->id)](
+                                       std::ptrdiff_t bytes) {
+      if (bytes > 0) {
+        budget->add(client, static_cast<std::size_t>(bytes));
+      } else {
+        budget->remove(client, static_cast<std::size_t>(-bytes));
+      }
+    });
+  }
   state.sessions.emplace(session->id, session);
   std::weak_ptr<State> weak = state_;
   session->legacy.handle(

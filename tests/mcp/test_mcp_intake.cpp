@@ -58,6 +58,25 @@ TEST_CASE("calls may start while their shares fit beside the queue and the calls
   CHECK(mcp::may_start_calls({5000, 5000, 3}, 0, 400, limits));
 }
 
+TEST_CASE("a batch's calls start while its held replies and running calls fit, else wait or are refused") {
+  using mcp::BatchCall;
+  using mcp::next_batch_call;
+  // held, running, reply bound, max
+  CHECK(next_batch_call(0, 0, 400, 1000) == BatchCall::start);
+  CHECK(next_batch_call(0, 1, 400, 1000) == BatchCall::start);   // 2 x 400 fit
+  CHECK(next_batch_call(0, 2, 400, 1000) == BatchCall::wait);    // 3 x 400 do not
+  CHECK(next_batch_call(200, 1, 400, 1000) == BatchCall::start);  // exactly full
+  CHECK(next_batch_call(201, 1, 400, 1000) == BatchCall::wait);
+  CHECK(next_batch_call(600, 0, 400, 1000) == BatchCall::start);
+  CHECK(next_batch_call(601, 0, 400, 1000) == BatchCall::refuse);  // nothing runs to make room
+  CHECK(next_batch_call(5000, 0, 400, 1000) == BatchCall::refuse);
+  CHECK(next_batch_call(5000, 2, 400, 1000) == BatchCall::wait);
+  // The first call always starts, however large its bound; no bound: everything starts.
+  CHECK(next_batch_call(0, 0, 5000, 1000) == BatchCall::start);
+  CHECK(next_batch_call(1, 0, 5000, 1000) == BatchCall::refuse);
+  CHECK(next_batch_call(1u << 30, 99, 1u << 30, 0) == BatchCall::start);
+}
+
 TEST_CASE("tools/call requests are counted, alone or in a batch") {
   CHECK(mcp::calls_started(json::parse(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}})")) == 1);
   CHECK(mcp::calls_started(json::parse(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])")) == 0);

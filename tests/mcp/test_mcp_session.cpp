@@ -309,6 +309,74 @@ TEST_CASE("a batch waits for its slow calls and skips cancelled ones") {
   CHECK(batch[1]["id"] == 2);
 }
 
+TEST_CASE("a batch's calls start within its byte bound; past it they are refused, not held") {
+  mcp::SessionOptions options{"Use the tools."};
+  options.batch_max_bytes = 1000;
+  options.batch_reply_bound = 400;
+  Harness h(options);
+  std::ptrdiff_t held = 0;
+  std::vector<std::ptrdiff_t> changes;
+  h.session->set_batch_held([&](std::ptrdiff_t bytes) {
+    held += bytes;
+    changes.push_back(bytes);
+  });
+  h.initialize("2025-03-26");
+  json batch = json::array();
+  for (int id = 1; id <= 5; ++id) {
+    batch.push_back({{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", {{"name", "slow"}}}});
+  }
+  batch.push_back({{"jsonrpc", "2.0"}, {"id", 6}, {"method", "ping"}});
+  h.send(batch);
+  // Two calls fit (2 x 400 <= 1000); the others wait; the ping is answered into the batch.
+  REQUIRE(h.pending.calls.size() == 2);
+  CHECK(h.out.empty());
+  CHECK(held > 0);
+  // A queued call cancelled before it starts gets no response, like any cancelled request.
+  h.notify("notifications/cancelled", {{"requestId", 5}});
+  // A 500-byte reply held: with one call running, 500 + 2 x 400 > 1000, so nothing starts.
+  const std::string big(500, 'x');
+  h.pending.calls[0]->finish({{"content", json::array({{{"type", "text"}, {"text", big}}})}});
+  CHECK(h.pending.calls.size() == 2);
+  // Nothing runs now: 500+ held + 400 > 1000, so call 3 waits no longer: it and 4 are refused.
+  h.pending.calls[1]->finish({{"content", json::array()}});
+  CHECK(h.pending.calls.size() == 2);
+  const auto reply = h.take();
+  REQUIRE(reply.is_array());
+  REQUIRE(reply.size() == 5);  // 1, 2, 3 and 4 refused, the ping; 5 cancelled
+  std::vector<int> refused;
+  for (const auto& response : reply) {
+    if (response.contains("error")) {
+      CHECK(error_code(response) == -32000);
+      CHECK(response["error"]["message"].get<std::string>().find("another message") != std::string::npos);
+      refused.push_back(response["id"].get<int>());
+    }
+  }
+  CHECK(refused == std::vector<int>{3, 4});
+  // Every byte the batch held is given back once it is answered.
+  CHECK(held == 0);
+  CHECK(changes.back() < 0);
+}
+
+TEST_CASE("a batch's calls wait for room and then start, all answered in one array") {
+  mcp::SessionOptions options{"Use the tools."};
+  options.batch_max_bytes = 1000;
+  options.batch_reply_bound = 400;
+  Harness h(options);
+  h.initialize("2025-03-26");
+  h.line(R"([{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}},)"
+         R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}},)"
+         R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}},)"
+         R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"}}])");
+  REQUIRE(h.pending.calls.size() == 2);
+  h.pending.calls[0]->finish({{"content", json::array()}});  // small: 3 starts, then 4 waits
+  REQUIRE(h.pending.calls.size() == 3);
+  h.pending.calls[1]->finish({{"content", json::array()}});  // 4 (echo) starts and ends at once
+  h.pending.calls[2]->finish({{"content", json::array()}});
+  const auto reply = h.take();
+  REQUIRE(reply.size() == 4);
+  for (const auto& response : reply) CHECK(response.contains("result"));
+}
+
 TEST_CASE("an over-long line is answered with the id it carried") {
   Harness h;
   h.initialize();

@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mcp/session.h"
@@ -29,7 +30,7 @@ struct Harness {
   int initialized_callbacks = 0;
   std::size_t messages_when_initialized = 0;
 
-  Harness() {
+  explicit Harness(mcp::SessionOptions options = mcp::SessionOptions{"Use the tools."}) {
     mcp::ToolDefinition echo;
     echo.name = "echo";
     echo.description = "echoes";
@@ -53,7 +54,7 @@ struct Harness {
     broken.input_schema = {{"type", "object"}, {"properties", json::object()}};
     broken.handler = [](std::shared_ptr<mcp::ToolCall>) { throw std::runtime_error("boom"); };
     registry.add(broken);
-    session = std::make_unique<mcp::Session>(registry, mcp::SessionOptions{"Use the tools."},
+    session = std::make_unique<mcp::Session>(registry, std::move(options),
                                              [this](std::string line) {
                                                REQUIRE(line.find('\n') == std::string::npos);
                                                out.push_back(json::parse(line));
