@@ -353,6 +353,90 @@ test('open-file limit: raised to the hard one at start; a --max-connections that
   }
 });
 
+// Writes `text` on a new connection, then reads until the server closes it or `count` responses
+// delimited by Content-Length have come: [{ status, headers, body }], and the bytes left over.
+async function rawExchange(port, text, count, timeoutMs = 30000) {
+  const net = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(text));
+    let data = Buffer.alloc(0);
+    const responses = [];
+    const timer = setTimeout(() => { socket.destroy(); reject(new Error(`${responses.length} of ${count} responses within ${timeoutMs} ms`)); }, timeoutMs);
+    const finish = () => { clearTimeout(timer); socket.destroy(); resolve({ responses, rest: data.toString('latin1') }); };
+    const parse = () => {
+      for (;;) {
+        const end = data.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = data.subarray(0, end).toString('latin1').split('\r\n');
+        const headers = {};
+        for (const line of head.slice(1)) {
+          const i = line.indexOf(':');
+          headers[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
+        }
+        if (headers['content-length'] === undefined) return;  // not delimited: left in `rest`
+        const length = Number(headers['content-length']);
+        if (data.length < end + 4 + length) return;
+        responses.push({ status: Number(head[0].split(' ')[1]), headers, body: data.subarray(end + 4, end + 4 + length).toString('utf8') });
+        data = data.subarray(end + 4 + length);
+        if (responses.length === count) finish();
+      }
+    };
+    socket.on('data', (chunk) => { data = Buffer.concat([data, chunk]); parse(); });
+    socket.on('end', finish);
+    socket.on('error', reject);
+  });
+}
+
+function rawPost(port, body, headers, version = 'HTTP/1.1') {
+  const text = JSON.stringify(body);
+  const lines = [`POST /mcp ${version}`, `Host: 127.0.0.1:${port}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    `Content-Length: ${Buffer.byteLength(text)}`];
+  return lines.join('\r\n') + '\r\n\r\n' + text;
+}
+
+test('pipelined requests on one connection: every one answered, in order, a run among them', async () => {
+  const server = await startHttpServer();
+  try {
+    // A run first, so that the requests behind it wait in the connection's pipeline, then more
+    // requests than the HTTP library's table of pipelined requests holds (4).
+    const requests = [rawPost(server.port, rpc('run', 'tools/call', { name: 'execute_python', arguments: { script: 'import time; time.sleep(0.3); print(6 * 7)' } }),
+      { ...statelessHeaders('tools/call', 'execute_python'), Accept: 'application/json' })];
+    for (let i = 0; i < 11; i++) {
+      requests.push(rawPost(server.port, rpc(i, 'tools/list'), { ...statelessHeaders('tools/list'), Accept: 'application/json' }));
+    }
+    const { responses } = await rawExchange(server.port, requests.join(''), requests.length);
+    assert.equal(responses.length, 12, server.stderr().slice(-2000));
+    const bodies = responses.map((r) => JSON.parse(r.body));
+    assert.equal(bodies[0].id, 'run');
+    assert.equal(bodies[0].result.structuredContent.stdout, '42\n');
+    assert.deepEqual(bodies.slice(1).map((b) => b.id), Array.from({ length: 11 }, (_, i) => i));
+    for (const b of bodies.slice(1)) assert.ok(b.result.tools.length > 0);
+    assert.doesNotMatch(server.stderr(), /response_context_table is full/);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('HTTP/1.0 (and Connection: close): an event stream comes whole with Content-Length, never chunked', async () => {
+  const server = await startHttpServer();
+  try {
+    const headers = { ...statelessHeaders('tools/call', 'execute_python'), Accept: 'text/event-stream' };
+    const call = rpc('old', 'tools/call', { name: 'execute_python', arguments: { script: 'print(6 * 7)' } });
+    for (const [version, extra] of [['HTTP/1.0', {}], ['HTTP/1.1', { Connection: 'close' }]]) {
+      const { responses, rest } = await rawExchange(server.port, rawPost(server.port, call, { ...headers, ...extra }, version), 1);
+      assert.equal(responses.length, 1, `${version}: no Content-Length response; got ${rest.slice(0, 300)}`);
+      const [r] = responses;
+      assert.equal(r.status, 200);
+      assert.equal(r.headers['transfer-encoding'], undefined);
+      assert.match(r.headers['content-type'], /text\/event-stream/);
+      const message = JSON.parse(r.body.split('\n').find((l) => l.startsWith('data: {')).slice(6));
+      assert.equal(message.result.structuredContent.stdout, '42\n');
+    }
+  } finally {
+    await server.stop();
+  }
+});
+
 test('SIGTERM with a run in flight: it is answered, the server exits 0 within 2 s', async () => {
   const server = await startHttpServer();
   const response = await fetch(server.url, { method: 'POST', headers: statelessHeaders('tools/call', 'execute_python'),

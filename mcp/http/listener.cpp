@@ -115,50 +115,100 @@ restinio::http_status_line_t status_line(int status) {
                                       reason};
 }
 
-class RestinioResponse final : public Response {
+// Two rules of RESTinio 0.6 this adapter keeps:
+// - Nothing is handed to RESTinio from inside its own call of the request handler: every write
+//   is posted to the io loop. A response written there can start a write while the connection's
+//   table of pipelined requests is full, and once that write completes RESTinio reads the next
+//   pipelined request into the full table, which throws "response_context_table is full" and
+//   closes the connection, losing the answers of requests it had already taken.
+// - An HTTP/1.0 request gets no chunked body (RFC 9112 forbids Transfer-Encoding to 1.0). RESTinio
+//   does not pass the request's HTTP version on, only whether the connection stays open after it,
+//   which a 1.0 request does not ask for: a request on a connection that closes after it (1.0,
+//   or Connection: close) gets its stream's pieces kept and sent whole, with Content-Length.
+class RestinioResponse final : public Response, public std::enable_shared_from_this<RestinioResponse> {
  public:
-  RestinioResponse(restinio::request_handle_t request, std::shared_ptr<WriteTracker> writes)
-      : request_(std::move(request)), writes_(std::move(writes)),
-        client_(OutputBudget::connection_client(request_->connection_id())) {}
+  RestinioResponse(asio::io_context& io, restinio::request_handle_t request, std::shared_ptr<WriteTracker> writes)
+      : io_(io), request_(std::move(request)), writes_(std::move(writes)),
+        client_(OutputBudget::connection_client(request_->connection_id())),
+        whole_(!request_->header().should_keep_alive()) {}
 
   void charge_to(std::string client) override { client_ = std::move(client); }
 
   void send(int status, HeaderList headers, std::string body) override {
-    if (finished_ || stream_) return;
+    if (finished_ || started_) return;
     finished_ = true;
-    auto response = request_->create_response(status_line(status));
-    for (auto& [name, value] : headers) response.append_header(name, std::move(value));
     const std::size_t bytes = status != 204 ? body.size() : 0;
-    if (status != 204) response.set_body(std::move(body));
-    response.done(writes_->track(writes_, client_, bytes));
+    later([status, headers = std::move(headers), body = std::move(body),
+           done = writes_->track(writes_, client_, bytes)](RestinioResponse& self) mutable {
+      auto response = self.request_->create_response(status_line(status));
+      for (auto& [name, value] : headers) response.append_header(name, std::move(value));
+      if (status != 204) response.set_body(std::move(body));
+      response.done(std::move(done));
+    });
   }
 
   void start(int status, HeaderList headers) override {
-    if (finished_ || stream_) return;
-    stream_.emplace(request_->create_response<restinio::chunked_output_t>(status_line(status)));
-    for (auto& [name, value] : headers) stream_->append_header(name, std::move(value));
-    stream_->flush(writes_->track(writes_));
+    if (finished_ || started_) return;
+    started_ = true;
+    if (whole_) {
+      held_status_ = status;
+      held_headers_ = std::move(headers);
+      return;
+    }
+    later([status, headers = std::move(headers), done = writes_->track(writes_)](RestinioResponse& self) mutable {
+      self.stream_.emplace(self.request_->create_response<restinio::chunked_output_t>(status_line(status)));
+      for (auto& [name, value] : headers) self.stream_->append_header(name, std::move(value));
+      self.stream_->flush(std::move(done));
+    });
   }
 
   void write(std::string data) override {
-    if (finished_ || !stream_ || data.empty()) return;
+    if (finished_ || !started_ || data.empty()) return;
     const std::size_t bytes = data.size();
-    stream_->append_chunk(std::move(data));
-    stream_->flush(writes_->track(writes_, client_, bytes));
+    if (whole_) {
+      // Kept until the end, and charged to the client meanwhile like bytes not yet written.
+      if (writes_->budget) writes_->budget->add(client_, bytes);
+      held_body_ += data;
+      return;
+    }
+    later([data = std::move(data), done = writes_->track(writes_, client_, bytes)](RestinioResponse& self) mutable {
+      if (!self.stream_) return;
+      self.stream_->append_chunk(std::move(data));
+      self.stream_->flush(std::move(done));
+    });
   }
 
   void end() override {
-    if (finished_ || !stream_) return;
+    if (finished_ || !started_) return;
+    if (whole_) {
+      if (writes_->budget) writes_->budget->remove(client_, held_body_.size());
+      started_ = false;
+      send(held_status_, std::move(held_headers_), std::move(held_body_));
+      return;
+    }
     finished_ = true;
-    stream_->done(writes_->track(writes_));
+    later([done = writes_->track(writes_)](RestinioResponse& self) mutable {
+      if (self.stream_) self.stream_->done(std::move(done));
+    });
   }
 
  private:
+  template <typename Step>
+  void later(Step step) {
+    asio::post(io_, [self = shared_from_this(), step = std::move(step)]() mutable { step(*self); });
+  }
+
+  asio::io_context& io_;
   restinio::request_handle_t request_;
   std::shared_ptr<WriteTracker> writes_;
   std::optional<restinio::response_builder_t<restinio::chunked_output_t>> stream_;
+  bool started_ = false;
   bool finished_ = false;
   std::string client_;
+  bool whole_ = false;
+  int held_status_ = 200;
+  HeaderList held_headers_;
+  std::string held_body_;
 };
 
 Request to_request(const restinio::request_handle_t& handle) {
@@ -218,7 +268,8 @@ void Listener::open() {
   settings.address(o.host)
       .port(o.port)
       // Requests are read ahead, so a client that closes its connection while its request runs
-      // is noticed at once.
+      // is noticed at once (2026-07-28: a disconnect is the request's cancellation). A client
+      // that only shuts down its sending side looks the same (end of stream) and is treated so.
       .max_pipelined_requests(4)
       .max_parallel_connections(o.max_connections)
       .read_next_http_message_timelimit(o.read_timeout)
@@ -237,7 +288,7 @@ void Listener::open() {
         raw->port = acceptor.local_endpoint().port();
       })
       .request_handler([raw](const restinio::request_handle_t& request) {
-        auto response = std::make_shared<RestinioResponse>(request, raw->writes);
+        auto response = std::make_shared<RestinioResponse>(raw->io, request, raw->writes);
         raw->handler(to_request(request), response);
         return restinio::request_accepted();
       });
