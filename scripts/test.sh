@@ -82,7 +82,7 @@ fi
 # The docker backend (as root): the daemon is started when none answers (and stopped again at
 # the end), the image built offline from Debian's packages, then the e2e suites that matter for
 # it run with --sandbox-backend docker: its own scenarios, execute (output, deadlines), rich
-# results, dependencies and the escape suite.
+# results, dependencies, sessions (snapshots, files, limits) and the escape suite.
 docker_started=
 if [ "$(id -u)" -eq 0 ]; then
   docker_ready() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
@@ -95,7 +95,7 @@ if [ "$(id -u)" -eq 0 ]; then
   suite "docker: the image (scripts/build-image.sh)" scripts/build-image.sh
   suite "e2e (docker backend)" env MPES_SANDBOX_BACKEND=docker bash -c 'cd e2e_tests && node --test \
     --test-concurrency=1 --test-reporter=spec docker.test.mjs execute.test.mjs rich.test.mjs \
-    dependencies.test.mjs escape.test.mjs'
+    dependencies.test.mjs sessions.test.mjs escape.test.mjs'
 fi
 
 # The packages users install, built from this checkout (the .deb from build/, the wheel in
