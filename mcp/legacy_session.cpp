@@ -291,6 +291,8 @@ void LegacySession::handle_batch(const json& batch, const Outlet& outlet, const 
   collector->notify = outlet.notify;
   collector->held = state_->batch_held;
   collector->base = base;
+  // Registered first: a cancellation later in the batch reaches a call queued before it.
+  state_->batches.push_back(collector);
   for (const auto& element : batch) {
     if (calls_started(element) == 1) {
       collector->queued.push_back(element);
@@ -304,7 +306,6 @@ void LegacySession::handle_batch(const json& batch, const Outlet& outlet, const 
                      base);
   }
   collector->sealed = true;
-  if (!collector->queued.empty()) state_->batches.push_back(collector);
   state_->pump(collector);
   collector->maybe_send();
 }

@@ -357,6 +357,18 @@ TEST_CASE("a batch's calls start within its byte bound; past it they are refused
   CHECK(changes.back() < 0);
 }
 
+TEST_CASE("a batch may cancel one of its own calls") {
+  Harness h;
+  h.initialize("2025-03-26");
+  h.line(R"([{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}},)"
+         R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}},)"
+         R"({"jsonrpc":"2.0","id":2,"method":"ping"}])");
+  CHECK(h.pending.calls.empty());  // never started
+  const auto reply = h.take();
+  REQUIRE(reply.size() == 1);
+  CHECK(reply[0]["id"] == 2);
+}
+
 TEST_CASE("a batch's calls wait for room and then start, all answered in one array") {
   mcp::SessionOptions options{"Use the tools."};
   options.batch_max_bytes = 1000;
