@@ -156,7 +156,7 @@ def _mpes_match_outputs(root, globs, max_depth):
                         break
                     out.append(entry.name)
         except OSError as e:
-            aside["unreadable"].append(f"{prefix or './'} ({e.strerror})")
+            aside["unreadable"].append(f"{_mpes_shown(prefix) or './'} ({e.strerror})")
         return sorted(out)
 
     def visit(dfd, prefix, comps):
@@ -251,6 +251,30 @@ def _mpes_read_beneath(root, path, limit):
             os.close(fd)
 
 
+_MPES_SHOWN_ESCAPES = {0x5C: "\\\\", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+
+
+def _mpes_shown(name):
+    # A file name (the script chose it) as a note shows it: on one line and unambiguous, as
+    # mcp/run_result_format.h's shown_file_name shows it in the files section. Backslash, control
+    # characters (C0, DEL, C1) and undecodable bytes (surrogate-escaped) as escapes, line
+    # separators and bidirectional controls as \uNNNN.
+    out = []
+    for c in name:
+        n = ord(c)
+        if n in _MPES_SHOWN_ESCAPES:
+            out.append(_MPES_SHOWN_ESCAPES[n])
+        elif n < 0x20 or 0x7F <= n <= 0x9F:
+            out.append("\\x%02x" % n)
+        elif 0xDC80 <= n <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
+            out.append("\\x%02x" % (n - 0xDC00))
+        elif n in (0x2028, 0x2029, 0x200E, 0x200F) or 0x202A <= n <= 0x202E or 0x2066 <= n <= 0x2069:
+            out.append("\\u%04x" % n)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
 def _mpes_send_outputs():
     # The run's output files as `file` frames within its byte and count bounds; what is left
     # out, refused or unmatched is said in notes.
@@ -276,25 +300,26 @@ def _mpes_send_outputs():
         for path in sorted(found):
             kind = found[path]
             name = path.encode("utf-8", "surrogateescape")
+            shown = _mpes_shown(path)
             if kind != "file":
-                refused.append(f"{path} ({'a symlink, never followed' if kind == 'symlink' else 'not a regular file'})")
+                refused.append(f"{shown} ({'a symlink, never followed' if kind == 'symlink' else 'not a regular file'})")
                 continue
             if len(name) > max_path_bytes:
-                refused.append(f"{path[:100]}... (its path is longer than {max_path_bytes} bytes)")
+                refused.append(f"{_mpes_shown(path[:100])}... (its path is longer than {max_path_bytes} bytes)")
                 continue
             if sent >= max_files:
-                left_out.append(path)
+                left_out.append(shown)
                 continue
             try:
                 data = _mpes_read_beneath(root, path, max_bytes - sent_bytes)
             except OSError as e:
-                refused.append(f"{path} ({e.strerror})")
+                refused.append(f"{shown} ({e.strerror})")
                 continue
             if data is None:
-                refused.append(f"{path} (not a regular file)")
+                refused.append(f"{shown} (not a regular file)")
                 continue
             if sent_bytes + len(data) > max_bytes:
-                left_out.append(path)
+                left_out.append(shown)
                 continue
             if not _mpes_send(_MPES_FILE_FRAME, len(name).to_bytes(4, "little") + name + data):
                 return
