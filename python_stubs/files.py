@@ -81,7 +81,6 @@ def _mpes_open_dir(name, dir_fd):
 
 def _mpes_write_inputs(work, inputs):
     # None, or why an input file could not be written (nothing after it is written).
-    import errno
     import os
     root = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -102,26 +101,62 @@ def _mpes_write_inputs(work, inputs):
                         return (f"input file {path!r}: {where!r} is not a directory of the work dir "
                                 "(a symlink is never followed)")
                     opened.append(current)
-                try:
-                    out = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW |
-                                  os.O_CLOEXEC | os.O_NONBLOCK, 0o644, dir_fd=current)
-                except OSError as e:
-                    if e.errno == errno.ELOOP:
-                        return f"input file {path!r} is a symlink in the work dir: refused (never followed)"
-                    return f"input file {path!r}: {e.strerror}"
-                try:
-                    view = content
-                    while view:
-                        view = view[os.write(out, view):]
-                except OSError as e:
-                    return f"input file {path!r}: {e.strerror}"
-                finally:
-                    os.close(out)
+                problem = _mpes_replace_file(current, parts[-1], content)
+                if problem is not None:
+                    return f"input file {path!r}{problem}"
             finally:
                 for fd in opened:
                     os.close(fd)
     finally:
         os.close(root)
+    return None
+
+
+def _mpes_replace_file(dir_fd, name, content):
+    # Puts `content` at `name` in the directory `dir_fd` as a new file: written under a temporary
+    # name of its own (O_EXCL) in that directory, then renamed over whatever was at `name`. What
+    # an earlier step left there is replaced, never written through: a hard link's other names,
+    # a FIFO, a read-only file keep what they were, and a failed write leaves the old file as it
+    # was. A symlink at `name` is refused (README: a path through one is refused). None, or the
+    # end of the message saying why not.
+    import errno
+    import os
+    import stat
+    try:
+        if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            return " is a symlink in the work dir: refused (never followed)"
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        return f": {e.strerror}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        temporary = ".mpes-input-" + os.urandom(8).hex()
+        try:
+            out = os.open(temporary, flags, 0o644, dir_fd=dir_fd)
+            break
+        except FileExistsError:
+            continue
+        except OSError as e:
+            return f": {e.strerror}"
+    else:
+        return ": no temporary name was free in its directory"
+    try:
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(out, view):]
+        finally:
+            os.close(out)
+        os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except OSError as e:
+        try:
+            os.unlink(temporary, dir_fd=dir_fd)
+        except OSError:
+            pass
+        if e.errno == errno.EISDIR:
+            return " is a directory in the work dir"
+        return f": {e.strerror}"
     return None
 
 
