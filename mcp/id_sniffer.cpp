@@ -1,5 +1,7 @@
 #include "mcp/id_sniffer.h"
 
+#include "mcp/jsonrpc.h"
+
 namespace mcp {
 
 namespace {
@@ -113,7 +115,7 @@ void IdSniffer::feed_char(char c) {
 std::optional<nlohmann::json> IdSniffer::id() const {
   if (id_nested_ || id_text_.empty()) return std::nullopt;
   auto value = nlohmann::json::parse(id_text_, nullptr, false);
-  if (value.is_string() || value.is_number()) return value;
+  if (jsonrpc::is_valid_id(value)) return value;
   return std::nullopt;
 }
 

@@ -14,7 +14,7 @@ namespace mcp {
 class IdSniffer {
  public:
   void feed(std::string_view bytes);
-  // The id when the stream was an object whose top-level "id" is a string or a number.
+  // The id when the stream was an object whose top-level "id" is a valid one (jsonrpc::is_valid_id).
   std::optional<nlohmann::json> id() const;
   void reset() { *this = IdSniffer{}; }
 

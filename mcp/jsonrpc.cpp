@@ -1,5 +1,6 @@
 #include "mcp/jsonrpc.h"
 
+#include <cmath>
 #include <utility>
 
 #include "engine/execution/json_string.h"
@@ -91,7 +92,23 @@ std::optional<json> parse(std::string_view text) {
   return value;
 }
 
-bool is_valid_id(const json& id) { return id.is_string() || id.is_number(); }
+bool is_valid_id(const json& id) { return id.is_string() || id.is_number_integer(); }
+
+std::string id_problem(const json& id) {
+  if (is_valid_id(id)) return {};
+  if (id.is_number_float()) {
+    const double value = id.get<double>();
+    // Integral and beyond 64 bits: an integer literal nlohmann could only keep as a double.
+    if (std::isfinite(value) && value == std::trunc(value) &&
+        (value >= 0x1p64 || value <= -0x1p63)) {
+      return "\"id\" is an integer outside the 64-bit range this server can echo exactly "
+             "(-9223372036854775808 to 18446744073709551615); use a smaller integer or a string";
+    }
+    return "\"id\" must be a string or an integer, got the number " + id.dump() +
+           " (a number with a fraction or an exponent is not an id)";
+  }
+  return "\"id\" must be a string or an integer";
+}
 
 json error_response(const std::optional<json>& id, int code, std::string message,
                     const std::optional<json>& data) {
@@ -135,7 +152,7 @@ Classified classify(const json& message) {
     return out;
   }
   if (has_id && !out.id) {
-    out.problem = "\"id\" must be a string or a number";
+    out.problem = id_problem(*id_it);
     return out;
   }
   const auto method = message.find("method");

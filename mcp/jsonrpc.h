@@ -32,8 +32,13 @@ inline constexpr int kMaxNesting = 128;
 // Parses one line. nullopt = not JSON (or nested deeper than kMaxNesting).
 std::optional<json> parse(std::string_view text);
 
-// A request id as MCP allows it: a string or a number (never null).
+// A request id (or progress token) as MCP allows it: a string or an integer, never null. A
+// number with a fraction or an exponent (40.5, 40.0, 4e1) is not one, nor an integer outside
+// the 64 bits nlohmann keeps exactly (it parses 18446744073709551616 as a double, which would
+// be echoed as 1.8446744073709552e+19): such an id could not be answered or cancelled as sent.
 bool is_valid_id(const json& id);
+// Why `id` is not a valid id, in words for an error message; empty when it is valid.
+std::string id_problem(const json& id);
 
 // Error response; with no id the "id" member is left out entirely (clients reject "id": null).
 json error_response(const std::optional<json>& id, int code, std::string message,

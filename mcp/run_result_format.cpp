@@ -3,6 +3,7 @@
 #include "engine/execution/json_string.h"
 #include "engine/execution/output_capture.h"
 #include "engine/execution/result_channel.h"
+#include "engine/execution/utf8.h"
 
 #include <cctype>
 #include <cstdio>
@@ -54,7 +55,57 @@ bool as_text(const engine::OutputFile& file) {
          engine::json_string_size(file.content) <= (size + 2) / 3 * 4;
 }
 
+// The code point of the well-formed sequence of `length` bytes at s[i].
+char32_t code_point(std::string_view s, std::size_t i, std::size_t length) {
+  const auto byte = [&](std::size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k])); };
+  if (length == 1) return byte(0);
+  char32_t cp = byte(0) & (0xFFu >> (length + 1));
+  for (std::size_t k = 1; k < length; ++k) cp = (cp << 6) | (byte(k) & 0x3Fu);
+  return cp;
+}
+
+bool shown_escaped(char32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0x200E ||
+         cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 }  // namespace
+
+std::string shown_file_name(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  char buffer[16];
+  for (std::size_t i = 0; i < name.size();) {
+    const std::size_t length = engine::utf8_sequence_length(name, i);
+    if (length == 0) {  // an ill-formed byte
+      std::snprintf(buffer, sizeof buffer, "\\x%02x", static_cast<unsigned char>(name[i]));
+      out += buffer;
+      ++i;
+      continue;
+    }
+    const char32_t cp = code_point(name, i, length);
+    if (cp == '\\') {
+      out += "\\\\";
+    } else if (cp == '\n') {
+      out += "\\n";
+    } else if (cp == '\t') {
+      out += "\\t";
+    } else if (cp == '\r') {
+      out += "\\r";
+    } else if (shown_escaped(cp)) {
+      if (cp < 0x100) {
+        std::snprintf(buffer, sizeof buffer, "\\x%02x", static_cast<unsigned>(cp));
+      } else {
+        std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(cp));
+      }
+      out += buffer;
+    } else {
+      out.append(name, i, length);
+    }
+    i += length;
+  }
+  return out;
+}
 
 std::string format_run_text(const engine::RunResult& result) {
   // Sections joined by "\n", appended in place: the streams (up to --max-output-bytes each) are
@@ -80,7 +131,8 @@ std::string format_run_text(const engine::RunResult& result) {
   if (!result.files.empty()) {
     std::string files = "--- files ---";
     for (const auto& f : result.files) {
-      files += "\n" + f.path + " (" + f.mime_type + ", " + std::to_string(f.content.size()) + " bytes)";
+      files += "\n" + shown_file_name(f.path) + " (" + f.mime_type + ", " + std::to_string(f.content.size()) +
+               " bytes)";
     }
     section(files);
   }

@@ -81,7 +81,6 @@ def _mpes_open_dir(name, dir_fd):
 
 def _mpes_write_inputs(work, inputs):
     # None, or why an input file could not be written (nothing after it is written).
-    import errno
     import os
     root = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -102,26 +101,62 @@ def _mpes_write_inputs(work, inputs):
                         return (f"input file {path!r}: {where!r} is not a directory of the work dir "
                                 "(a symlink is never followed)")
                     opened.append(current)
-                try:
-                    out = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW |
-                                  os.O_CLOEXEC | os.O_NONBLOCK, 0o644, dir_fd=current)
-                except OSError as e:
-                    if e.errno == errno.ELOOP:
-                        return f"input file {path!r} is a symlink in the work dir: refused (never followed)"
-                    return f"input file {path!r}: {e.strerror}"
-                try:
-                    view = content
-                    while view:
-                        view = view[os.write(out, view):]
-                except OSError as e:
-                    return f"input file {path!r}: {e.strerror}"
-                finally:
-                    os.close(out)
+                problem = _mpes_replace_file(current, parts[-1], content)
+                if problem is not None:
+                    return f"input file {path!r}{problem}"
             finally:
                 for fd in opened:
                     os.close(fd)
     finally:
         os.close(root)
+    return None
+
+
+def _mpes_replace_file(dir_fd, name, content):
+    # Puts `content` at `name` in the directory `dir_fd` as a new file: written under a temporary
+    # name of its own (O_EXCL) in that directory, then renamed over whatever was at `name`. What
+    # an earlier step left there is replaced, never written through: a hard link's other names,
+    # a FIFO, a read-only file keep what they were, and a failed write leaves the old file as it
+    # was. A symlink at `name` is refused (README: a path through one is refused). None, or the
+    # end of the message saying why not.
+    import errno
+    import os
+    import stat
+    try:
+        if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            return " is a symlink in the work dir: refused (never followed)"
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        return f": {e.strerror}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        temporary = ".mpes-input-" + os.urandom(8).hex()
+        try:
+            out = os.open(temporary, flags, 0o644, dir_fd=dir_fd)
+            break
+        except FileExistsError:
+            continue
+        except OSError as e:
+            return f": {e.strerror}"
+    else:
+        return ": no temporary name was free in its directory"
+    try:
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(out, view):]
+        finally:
+            os.close(out)
+        os.rename(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except OSError as e:
+        try:
+            os.unlink(temporary, dir_fd=dir_fd)
+        except OSError:
+            pass
+        if e.errno == errno.EISDIR:
+            return " is a directory in the work dir"
+        return f": {e.strerror}"
     return None
 
 
@@ -156,7 +191,7 @@ def _mpes_match_outputs(root, globs, max_depth):
                         break
                     out.append(entry.name)
         except OSError as e:
-            aside["unreadable"].append(f"{prefix or './'} ({e.strerror})")
+            aside["unreadable"].append(f"{_mpes_shown(prefix) or './'} ({e.strerror})")
         return sorted(out)
 
     def visit(dfd, prefix, comps):
@@ -251,6 +286,30 @@ def _mpes_read_beneath(root, path, limit):
             os.close(fd)
 
 
+_MPES_SHOWN_ESCAPES = {0x5C: "\\\\", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+
+
+def _mpes_shown(name):
+    # A file name (the script chose it) as a note shows it: on one line and unambiguous, as
+    # mcp/run_result_format.h's shown_file_name shows it in the files section. Backslash, control
+    # characters (C0, DEL, C1) and undecodable bytes (surrogate-escaped) as escapes, line
+    # separators and bidirectional controls as \uNNNN.
+    out = []
+    for c in name:
+        n = ord(c)
+        if n in _MPES_SHOWN_ESCAPES:
+            out.append(_MPES_SHOWN_ESCAPES[n])
+        elif n < 0x20 or 0x7F <= n <= 0x9F:
+            out.append("\\x%02x" % n)
+        elif 0xDC80 <= n <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
+            out.append("\\x%02x" % (n - 0xDC00))
+        elif n in (0x2028, 0x2029, 0x200E, 0x200F) or 0x202A <= n <= 0x202E or 0x2066 <= n <= 0x2069:
+            out.append("\\u%04x" % n)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
 def _mpes_send_outputs():
     # The run's output files as `file` frames within its byte and count bounds; what is left
     # out, refused or unmatched is said in notes.
@@ -276,25 +335,26 @@ def _mpes_send_outputs():
         for path in sorted(found):
             kind = found[path]
             name = path.encode("utf-8", "surrogateescape")
+            shown = _mpes_shown(path)
             if kind != "file":
-                refused.append(f"{path} ({'a symlink, never followed' if kind == 'symlink' else 'not a regular file'})")
+                refused.append(f"{shown} ({'a symlink, never followed' if kind == 'symlink' else 'not a regular file'})")
                 continue
             if len(name) > max_path_bytes:
-                refused.append(f"{path[:100]}... (its path is longer than {max_path_bytes} bytes)")
+                refused.append(f"{_mpes_shown(path[:100])}... (its path is longer than {max_path_bytes} bytes)")
                 continue
             if sent >= max_files:
-                left_out.append(path)
+                left_out.append(shown)
                 continue
             try:
                 data = _mpes_read_beneath(root, path, max_bytes - sent_bytes)
             except OSError as e:
-                refused.append(f"{path} ({e.strerror})")
+                refused.append(f"{shown} ({e.strerror})")
                 continue
             if data is None:
-                refused.append(f"{path} (not a regular file)")
+                refused.append(f"{shown} (not a regular file)")
                 continue
             if sent_bytes + len(data) > max_bytes:
-                left_out.append(path)
+                left_out.append(shown)
                 continue
             if not _mpes_send(_MPES_FILE_FRAME, len(name).to_bytes(4, "little") + name + data):
                 return

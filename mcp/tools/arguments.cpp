@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <limits>
 
 namespace mcp::tools {
 
@@ -66,35 +65,39 @@ std::vector<std::string> string_list_argument(const json& args, std::string_view
   return out;
 }
 
-std::optional<std::int64_t> integer_argument(const json& args, std::string_view name) {
+std::optional<std::uint64_t> integer_argument(const json& args, std::string_view name,
+                                              std::string_view expected) {
   const json* value = find(args, name);
   if (value == nullptr) return std::nullopt;
+  if (value->is_number_unsigned()) return value->get<std::uint64_t>();
+  std::string got;
   if (value->is_number_integer()) {
-    if (value->is_number_unsigned()) {
-      const auto u = value->get<std::uint64_t>();
-      return u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
-                 ? std::numeric_limits<std::int64_t>::max()
-                 : static_cast<std::int64_t>(u);
-    }
-    return value->get<std::int64_t>();
-  }
-  if (value->is_number_float()) {
+    const auto signed_value = value->get<std::int64_t>();
+    if (signed_value >= 0) return static_cast<std::uint64_t>(signed_value);
+    got = value->dump();
+  } else if (value->is_number_float()) {
     const double d = value->get<double>();
-    if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 9.0e18) {
-      return static_cast<std::int64_t>(d);
+    if (std::isfinite(d) && d == std::trunc(d) && d >= 0 && d < 0x1p64) return static_cast<std::uint64_t>(d);
+    if (std::isfinite(d) && d == std::trunc(d) && d >= 0x1p64) {
+      got = "a number beyond 64 bits (" + value->dump() + ")";
+    } else {
+      got = value->dump();
     }
-    throw ArgumentError("Invalid argument '" + std::string(name) + "': expected an integer, got " +
-                        value->dump());
-  }
-  if (value->is_string()) {
+  } else if (value->is_string()) {
     const auto& text = value->get_ref<const std::string&>();
+    got = "the string " + json(text.substr(0, 40)).dump(-1, ' ', false, json::error_handler_t::replace);
     std::int64_t parsed = 0;
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-    if (!text.empty() && ec == std::errc() && ptr == text.data() + text.size()) return parsed;
-    throw ArgumentError("Invalid argument '" + std::string(name) + "': expected an integer, got \"" +
-                        text + "\"");
+    if (!text.empty() && ec == std::errc() && ptr == text.data() + text.size()) {
+      got += " (send the number without quotes)";
+    }
+  } else if (value->is_boolean()) {
+    got = std::string("the boolean ") + (value->get<bool>() ? "true" : "false");
+  } else {
+    got = type_name(*value);
   }
-  throw wrong_type(name, "an integer", *value);
+  throw ArgumentError("Invalid argument '" + std::string(name) + "': expected " + std::string(expected) +
+                      ", got " + got);
 }
 
 std::optional<std::string> python_version_argument(const json& args) {
@@ -131,13 +134,7 @@ std::optional<std::string> session_id_argument(const json& args, bool required) 
 }
 
 std::optional<std::uint64_t> step_argument(const json& args, std::string_view name) {
-  const auto value = integer_argument(args, name);
-  if (!value) return std::nullopt;
-  if (*value < 0) {
-    throw ArgumentError("Invalid argument '" + std::string(name) + "': a step number is 0 or more, got " +
-                        std::to_string(*value));
-  }
-  return static_cast<std::uint64_t>(*value);
+  return integer_argument(args, name, "a step number: an integer, 0 or more");
 }
 
 std::vector<NamedContent> input_files_argument(const json& args) {

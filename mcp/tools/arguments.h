@@ -24,8 +24,13 @@ std::string string_argument(const nlohmann::json& args, std::string_view name);
 std::optional<std::string> optional_string_argument(const nlohmann::json& args, std::string_view name);
 // Array of strings; absent or null = empty.
 std::vector<std::string> string_list_argument(const nlohmann::json& args, std::string_view name);
-// Integer; also 30.0 and "30", as lenient clients send them. Absent or null = nullopt.
-std::optional<std::int64_t> integer_argument(const nlohmann::json& args, std::string_view name);
+// An argument the inputSchema declares "integer", 0 or more: a JSON integer, or a number with no
+// fraction (30.0, which JSON Schema counts as an integer). A string ("30"), a boolean, a number
+// with a fraction, a negative one or one beyond 64 bits is refused, the message naming the
+// argument and `expected` (what it is and its range, e.g. "a step number: an integer, 0 or more").
+// Absent or null = nullopt. Every integer argument is read through here.
+std::optional<std::uint64_t> integer_argument(const nlohmann::json& args, std::string_view name,
+                                              std::string_view expected);
 // Optional "X.Y" interpreter version.
 std::optional<std::string> python_version_argument(const nlohmann::json& args);
 

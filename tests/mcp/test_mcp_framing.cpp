@@ -122,6 +122,11 @@ TEST_CASE("the id sniffer finds only the top-level id") {
   CHECK_FALSE(sniff(R"([{"id":1}])").has_value());
   CHECK_FALSE(sniff(R"({"id":null})").has_value());
   CHECK_FALSE(sniff(R"({"id":{"x":1}})").has_value());
+  // Not ids: a fraction, an exponent, an integer beyond 64 bits (it would come back a double).
+  CHECK_FALSE(sniff(R"({"id":40.5})").has_value());
+  CHECK_FALSE(sniff(R"({"id":40.0})").has_value());
+  CHECK_FALSE(sniff(R"({"id":18446744073709551616})").has_value());
+  CHECK(sniff(R"({"id":18446744073709551615})") == nlohmann::json(18446744073709551615ULL));
   CHECK_FALSE(sniff("not json at all").has_value());
   // An id whose value was cut off (the line never ended) is not guessed at.
   CHECK_FALSE(sniff(R"({"id":"unterminated)").has_value());

@@ -116,3 +116,35 @@ TEST_CASE("classify tells requests, notifications, responses and invalid message
   c = rpc::classify(json(3));
   CHECK(c.kind == rpc::Kind::invalid);
 }
+
+TEST_CASE("an id is a string or a 64-bit integer; any other number is an invalid request") {
+  for (const char* id : {"0", "-1", "9223372036854775807", "-9223372036854775808", "18446744073709551615",
+                         "\"40.0\""}) {
+    const auto c = rpc::classify(json::parse(std::string(R"({"jsonrpc":"2.0","method":"ping","id":)") + id + "}"));
+    INFO(id);
+    CHECK(c.kind == rpc::Kind::request);
+    REQUIRE(c.id.has_value());
+    CHECK(c.id->dump() == id);  // echoed as sent
+  }
+  // nlohmann keeps these only as doubles: answered, they would come back 1.2345678901234568e+29.
+  for (const char* id : {"123456789012345678901234567890", "-9223372036854775809", "18446744073709551616"}) {
+    const auto c = rpc::classify(json::parse(std::string(R"({"jsonrpc":"2.0","method":"ping","id":)") + id + "}"));
+    INFO(id);
+    CHECK(c.kind == rpc::Kind::invalid);
+    CHECK_FALSE(c.id.has_value());
+    CHECK(c.problem.find("outside the 64-bit range") != std::string::npos);
+  }
+  for (const char* id : {"40.5", "40.0", "4e1"}) {
+    const auto c = rpc::classify(json::parse(std::string(R"({"jsonrpc":"2.0","method":"ping","id":)") + id + "}"));
+    INFO(id);
+    CHECK(c.kind == rpc::Kind::invalid);
+    CHECK_FALSE(c.id.has_value());
+    CHECK(c.problem.find("must be a string or an integer") != std::string::npos);
+  }
+  CHECK(rpc::is_valid_id(json("a")));
+  CHECK(rpc::is_valid_id(json(-5)));
+  CHECK_FALSE(rpc::is_valid_id(json(1.0)));
+  CHECK_FALSE(rpc::is_valid_id(json(true)));
+  CHECK_FALSE(rpc::is_valid_id(json()));
+  CHECK(rpc::id_problem(json(7)).empty());
+}

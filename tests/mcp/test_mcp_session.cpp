@@ -192,6 +192,57 @@ TEST_CASE("notifications/cancelled stops the work and suppresses the response") 
   CHECK(h.take()["id"] == 7);
 }
 
+TEST_CASE("an id that is not a string or a 64-bit integer is an invalid request") {
+  Harness h;
+  h.initialize();
+  // Parsed as doubles: answered, they came back as 1.2345678901234568e+29, not the id sent.
+  for (const char* id : {"123456789012345678901234567890", "-9223372036854775809", "18446744073709551616"}) {
+    h.line(std::string(R"({"jsonrpc":"2.0","method":"ping","id":)") + id + "}");
+    const auto response = h.take();
+    INFO(id);
+    CHECK(error_code(response) == -32600);
+    CHECK_FALSE(response.contains("id"));
+    CHECK(response["error"]["message"].get<std::string>().find("outside the 64-bit range") != std::string::npos);
+  }
+  h.line(R"({"jsonrpc":"2.0","method":"ping","id":40.5})");
+  CHECK(error_code(h.take()) == -32600);
+  h.line(R"({"jsonrpc":"2.0","method":"ping","id":40.0})");
+  CHECK(error_code(h.take()) == -32600);
+  h.line(R"({"jsonrpc":"2.0","method":"ping","id":18446744073709551615})");
+  const auto biggest = h.take();
+  CHECK(biggest["id"].is_number_unsigned());
+  CHECK(biggest["id"].dump() == "18446744073709551615");
+  CHECK(biggest["result"] == json::object());
+}
+
+TEST_CASE("cancellation names its request by the same rule: 40.0 is not the request 40") {
+  Harness h;
+  h.initialize();
+  h.request(40, "tools/call", {{"name", "slow"}});
+  REQUIRE(h.pending.calls.size() == 1);
+  h.line(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":40.0}})");
+  CHECK_FALSE(h.pending.calls[0]->cancelled());
+  h.line(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":40}})");
+  CHECK(h.pending.calls[0]->cancelled());
+  CHECK(h.out.empty());
+}
+
+TEST_CASE("a progress token that is not a string or a 64-bit integer is ignored") {
+  Harness h;
+  h.initialize("2025-06-18");
+  h.line(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":1.5}}})");
+  h.line(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":18446744073709551616}}})");
+  h.line(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":-9223372036854775808}}})");
+  REQUIRE(h.pending.calls.size() == 3);
+  h.pending.calls[0]->progress(1, std::nullopt, "");
+  h.pending.calls[1]->progress(1, std::nullopt, "");
+  h.pending.calls[2]->progress(1, std::nullopt, "");
+  REQUIRE(h.out.size() == 1);
+  const auto progress = h.take();
+  CHECK(progress["params"]["progressToken"].is_number_integer());
+  CHECK(progress["params"]["progressToken"].dump() == "-9223372036854775808");
+}
+
 TEST_CASE("progress echoes the token's JSON type and only ever increases") {
   Harness h;
   h.initialize("2025-06-18");

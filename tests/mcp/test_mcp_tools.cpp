@@ -241,6 +241,44 @@ TEST_CASE("argument errors are tool results with isError naming the argument") {
   CHECK(h.engine.requests.empty());
 }
 
+TEST_CASE("integer arguments: a string, a boolean, a fraction or a negative number is refused") {
+  ToolHarness h;
+  const std::string session = "0123456789abcdef0123456789abcdef";
+  int id = 1;
+  auto refusal = [&](const std::string& tool, const json& arguments) {
+    const auto response = h.call(tool, arguments, id++);
+    REQUIRE(response.is_object());
+    CHECK(response["result"]["isError"] == true);
+    return text_of(response);
+  };
+  for (const json& bad : {json("1"), json(true), json(1.5), json(-1), json("x")}) {
+    INFO(bad.dump());
+    auto text = refusal("fork_session", {{"session_id", session}, {"step", bad}});
+    CHECK(text.find("Invalid argument 'step': expected a step number: an integer, 0 or more, got ") == 0);
+    text = refusal("reset_session", {{"session_id", session}, {"step", bad}});
+    CHECK(text.find("Invalid argument 'step'") == 0);
+    text = refusal("execute_python", {{"script", "x"}, {"timeout_seconds", bad}});
+    CHECK(text.find("Invalid argument 'timeout_seconds': expected a number of seconds: an integer, 0 or "
+                    "more (clamped to 1..60), got ") == 0);
+  }
+  CHECK(refusal("fork_session", {{"session_id", session}, {"step", "1"}}).find(
+            "got the string \"1\" (send the number without quotes)") != std::string::npos);
+  CHECK(refusal("fork_session", {{"session_id", session}, {"step", false}}).find("got the boolean false") !=
+        std::string::npos);
+  // An integer literal beyond 64 bits (parsed as a double) names the range, not "an integer".
+  h.session->handle_line(
+      R"({"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"execute_python",)"
+      R"("arguments":{"script":"x","timeout_seconds":100000000000000000000}}})");
+  h.pump();
+  REQUIRE_FALSE(h.out.empty());
+  const auto big = h.out.back();
+  CHECK(big["id"] == 99);
+  CHECK(big["result"]["isError"] == true);
+  CHECK(text_of(big) == "Invalid argument 'timeout_seconds': expected a number of seconds: an integer, 0 or "
+                        "more (clamped to 1..60), got a number beyond 64 bits (1e+20)");
+  CHECK(h.engine.requests.empty());
+}
+
 TEST_CASE("check_environment: the nine lines in order, then the engine's report") {
   ToolHarness h;
   h.config.warm_cache = false;
@@ -370,6 +408,28 @@ TEST_CASE("validation text for warnings and several errors") {
   bad.valid = false;
   bad.errors = {"line 2, column 3: bad TOML", "second"};
   CHECK(mcp::tools::validation_text(bad, in) == "INVALID: line 2, column 3: bad TOML; second");
+}
+
+TEST_CASE("integer_argument: whole numbers from 0 to 2^64-1; 7.0 counts, null is absent") {
+  using mcp::tools::ArgumentError;
+  using mcp::tools::integer_argument;
+  const auto read = [](const json& value) { return integer_argument({{"n", value}}, "n", "a count"); };
+  CHECK(read(0) == 0u);
+  CHECK(read(7.0) == 7u);
+  CHECK(read(json::parse("18446744073709551615")) == 18446744073709551615ULL);
+  CHECK_FALSE(read(nullptr).has_value());
+  CHECK_FALSE(integer_argument(json::object(), "n", "a count").has_value());
+  for (const char* bad : {"-1", "-0.5", "1.5", "\"3\"", "true", "[]", "{}", "18446744073709551616", "1e300"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(read(json::parse(bad)), ArgumentError);
+  }
+  CHECK_THROWS_WITH(read(-3), "Invalid argument 'n': expected a count, got -3");
+  CHECK_THROWS_WITH(read(json::parse("18446744073709551616")),
+                    "Invalid argument 'n': expected a count, got a number beyond 64 bits (1.8446744073709552e+19)");
+  CHECK_THROWS_WITH(read("3"), "Invalid argument 'n': expected a count, got the string \"3\" (send the number "
+                               "without quotes)");
+  CHECK_THROWS_WITH(read("soon"), "Invalid argument 'n': expected a count, got the string \"soon\"");
+  CHECK_THROWS_WITH(read(json::array()), "Invalid argument 'n': expected a count, got an array");
 }
 
 TEST_CASE("input_files: text, {text}, {base64}; strict base64; bad shapes name the argument") {
