@@ -1,5 +1,7 @@
 #include "mcp/tools/arguments.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -98,6 +100,54 @@ std::optional<std::uint64_t> integer_argument(const json& args, std::string_view
   }
   throw ArgumentError("Invalid argument '" + std::string(name) + "': expected " + std::string(expected) +
                       ", got " + got);
+}
+
+std::optional<std::int64_t> clamped_integer_argument(const json& args, std::string_view name,
+                                                     std::int64_t lo, std::int64_t hi) {
+  const json* value = find(args, name);
+  if (value == nullptr) return std::nullopt;
+  const auto clamp_double = [&](double d) -> std::optional<std::int64_t> {
+    if (!std::isfinite(d) || d != std::trunc(d)) return std::nullopt;
+    if (d <= static_cast<double>(lo)) return lo;
+    if (d >= static_cast<double>(hi)) return hi;
+    return static_cast<std::int64_t>(d);
+  };
+  std::optional<std::int64_t> read;
+  if (value->is_number_unsigned()) {
+    const auto u = value->get<std::uint64_t>();
+    read = hi < 0 || u >= static_cast<std::uint64_t>(hi) ? hi : std::max(lo, static_cast<std::int64_t>(u));
+  } else if (value->is_number_integer()) {
+    read = std::clamp(value->get<std::int64_t>(), lo, hi);
+  } else if (value->is_number_float()) {
+    read = clamp_double(value->get<double>());
+  } else if (value->is_string()) {
+    // An optional sign, digits, and optionally a point followed by zeros, within blanks.
+    std::string_view text = value->get_ref<const std::string&>();
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+    std::string_view digits = text;
+    if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) digits.remove_prefix(1);
+    if (const auto point = digits.find('.'); point != std::string_view::npos &&
+                                             digits.find_first_not_of('0', point + 1) == std::string_view::npos) {
+      digits = digits.substr(0, point);
+    }
+    if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) {
+      const bool negative = !text.empty() && text.front() == '-';
+      std::int64_t parsed = 0;
+      const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), parsed);
+      if (ec == std::errc::result_out_of_range) {
+        read = negative ? lo : hi;
+      } else if (ec == std::errc() && ptr == digits.data() + digits.size()) {
+        read = std::clamp(negative ? -parsed : parsed, lo, hi);
+      }
+    }
+  }
+  if (read) return read;
+  throw ArgumentError("Invalid argument '" + std::string(name) + "': expected an integer (clamped to " +
+                      std::to_string(lo) + ".." + std::to_string(hi) + "), got " +
+                      (value->is_string() ? "the string " + json(value->get<std::string>().substr(0, 40))
+                                                                .dump(-1, ' ', false, json::error_handler_t::replace)
+                                          : value->is_primitive() ? value->dump() : type_name(*value)));
 }
 
 std::optional<std::string> python_version_argument(const json& args) {

@@ -28,9 +28,16 @@ std::vector<std::string> string_list_argument(const nlohmann::json& args, std::s
 // fraction (30.0, which JSON Schema counts as an integer). A string ("30"), a boolean, a number
 // with a fraction, a negative one or one beyond 64 bits is refused, the message naming the
 // argument and `expected` (what it is and its range, e.g. "a step number: an integer, 0 or more").
-// Absent or null = nullopt. Every integer argument is read through here.
+// Absent or null = nullopt. Every integer argument of this server's own tools is read through here.
 std::optional<std::uint64_t> integer_argument(const nlohmann::json& args, std::string_view name,
                                               std::string_view expected);
+// A count the reference server (Python 0.1.8, read by pydantic's lax mode) takes leniently, clamped
+// to `lo`..`hi`: any JSON integer (negative, or beyond 64 bits, as the clamp's end), a number with
+// no fraction, or a string holding an integer ("30", " 7.0 "). A boolean, a fraction, other text
+// or another type is refused naming the argument. Absent or null = nullopt. timeout_seconds only:
+// the arguments of this server's own tools are read by integer_argument.
+std::optional<std::int64_t> clamped_integer_argument(const nlohmann::json& args, std::string_view name,
+                                                     std::int64_t lo, std::int64_t hi);
 // Optional "X.Y" interpreter version.
 std::optional<std::string> python_version_argument(const nlohmann::json& args);
 

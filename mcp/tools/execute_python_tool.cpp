@@ -12,11 +12,9 @@ namespace mcp::tools {
 
 using json = nlohmann::json;
 
-int clamp_timeout(std::optional<std::uint64_t> requested, const engine::EngineConfig& config) {
-  const std::uint64_t value =
-      requested.value_or(static_cast<std::uint64_t>(std::max(config.default_timeout_seconds, 0)));
-  const auto max = static_cast<std::uint64_t>(std::max(config.max_timeout_seconds, 1));
-  return static_cast<int>(std::clamp<std::uint64_t>(value, 1, max));
+int clamp_timeout(std::optional<std::int64_t> requested, const engine::EngineConfig& config) {
+  const std::int64_t max = std::max(config.max_timeout_seconds, 1);
+  return static_cast<int>(std::clamp<std::int64_t>(requested.value_or(config.default_timeout_seconds), 1, max));
 }
 
 std::string execute_python_description(const engine::EngineConfig& config) {
@@ -87,7 +85,6 @@ ToolDefinition make_execute_python_tool(const Services& services) {
              {"description", "Extra PEP 508 requirements, merged with the script's block by name"}}},
            {"timeout_seconds",
             {{"type", "integer"},
-             {"minimum", 0},
              {"default", config.default_timeout_seconds},
              {"description", "Wall-clock limit; clamped to 1.." + std::to_string(config.max_timeout_seconds)}}},
            {"python_version",
@@ -127,9 +124,8 @@ ToolDefinition make_execute_python_tool(const Services& services) {
       request.script = string_argument(call->arguments(), "script");
       request.dependencies = string_list_argument(call->arguments(), "dependencies");
       request.timeout_seconds =
-          clamp_timeout(integer_argument(call->arguments(), "timeout_seconds",
-                                         "a number of seconds: an integer, 0 or more (clamped to 1.." +
-                                             std::to_string(services.config.max_timeout_seconds) + ")"),
+          clamp_timeout(clamped_integer_argument(call->arguments(), "timeout_seconds", 1,
+                                                 std::max(services.config.max_timeout_seconds, 1)),
                         services.config);
       request.python_version = python_version_argument(call->arguments());
       request.client = call->client();

@@ -257,26 +257,51 @@ TEST_CASE("integer arguments: a string, a boolean, a fraction or a negative numb
     CHECK(text.find("Invalid argument 'step': expected a step number: an integer, 0 or more, got ") == 0);
     text = refusal("reset_session", {{"session_id", session}, {"step", bad}});
     CHECK(text.find("Invalid argument 'step'") == 0);
-    text = refusal("execute_python", {{"script", "x"}, {"timeout_seconds", bad}});
-    CHECK(text.find("Invalid argument 'timeout_seconds': expected a number of seconds: an integer, 0 or "
-                    "more (clamped to 1..60), got ") == 0);
+  }
+  // timeout_seconds is read as the reference server reads it (pydantic's lax mode), clamped.
+  for (const json& bad : {json(true), json(1.5), json("x"), json("1.5"), json::array()}) {
+    INFO(bad.dump());
+    CHECK(refusal("execute_python", {{"script", "x"}, {"timeout_seconds", bad}})
+              .find("Invalid argument 'timeout_seconds': expected an integer (clamped to 1..60), got ") == 0);
   }
   CHECK(refusal("fork_session", {{"session_id", session}, {"step", "1"}}).find(
             "got the string \"1\" (send the number without quotes)") != std::string::npos);
   CHECK(refusal("fork_session", {{"session_id", session}, {"step", false}}).find("got the boolean false") !=
         std::string::npos);
-  // An integer literal beyond 64 bits (parsed as a double) names the range, not "an integer".
+  CHECK(h.engine.requests.empty());
+}
+
+TEST_CASE("timeout_seconds: what the reference server takes, clamped; an integer beyond 64 bits too") {
+  using mcp::tools::clamped_integer_argument;
+  const auto read = [](const json& value) { return clamped_integer_argument({{"t", value}}, "t", 1, 300); };
+  CHECK(read(30) == 30);
+  CHECK(read(0) == 1);
+  CHECK(read(-5) == 1);
+  CHECK(read(7.0) == 7);
+  CHECK(read(1e20) == 300);
+  CHECK(read(json::parse("100000000000000000000")) == 300);
+  CHECK(read(json::parse("18446744073709551615")) == 300);
+  CHECK(read(json::parse("-100000000000000000000")) == 1);
+  CHECK(read("30") == 30);
+  CHECK(read(" 45 ") == 45);
+  CHECK(read("7.0") == 7);
+  CHECK(read("-3") == 1);
+  CHECK(read("99999999999999999999999") == 300);
+  CHECK_FALSE(read(nullptr).has_value());
+  for (const char* bad : {"true", "1.5", "\"1.5\"", "\"\"", "\"3x\"", "\"-\"", "\"0x10\"", "[]", "{}"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(read(json::parse(bad)), mcp::tools::ArgumentError);
+  }
+  CHECK_THROWS_WITH(read("soon"), "Invalid argument 't': expected an integer (clamped to 1..300), got the string \"soon\"");
+
+  // Through the tool: an integer literal beyond 64 bits runs with the longest timeout.
+  ToolHarness h;
   h.session->handle_line(
       R"({"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"execute_python",)"
       R"("arguments":{"script":"x","timeout_seconds":100000000000000000000}}})");
   h.pump();
-  REQUIRE_FALSE(h.out.empty());
-  const auto big = h.out.back();
-  CHECK(big["id"] == 99);
-  CHECK(big["result"]["isError"] == true);
-  CHECK(text_of(big) == "Invalid argument 'timeout_seconds': expected a number of seconds: an integer, 0 or "
-                        "more (clamped to 1..60), got a number beyond 64 bits (1e+20)");
-  CHECK(h.engine.requests.empty());
+  REQUIRE(h.engine.requests.size() == 1);
+  CHECK(h.engine.requests[0].timeout_seconds == h.config.max_timeout_seconds);
 }
 
 TEST_CASE("check_environment: the nine lines in order, then the engine's report") {
