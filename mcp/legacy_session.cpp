@@ -28,17 +28,28 @@ struct LegacySession::State : std::enable_shared_from_this<LegacySession::State>
   bool initialized = false;
   bool accepting = true;
   LogLevel log_level;
-  std::function<void(std::ptrdiff_t)> batch_held;
-  std::vector<std::weak_ptr<Batch>> batches;  // with calls not started yet
+  // Batches not answered yet, in arrival order; what they hold (serialized replies) and how
+  // many of their calls run, over all of them.
+  std::vector<std::shared_ptr<Batch>> batches;
+  std::size_t batch_bytes = 0;
+  std::size_t batch_running = 0;
+  bool pumping = false;
+  bool pump_again = false;
+  std::function<void(std::ptrdiff_t)> batch_held;  // the owner told of each change of batch_bytes
+  std::function<std::size_t()> client_bytes;       // the client's unread replies, batches' included
 
   void dispatch(const json& message, const Outlet& outlet, const CallOptions& base);
   void handle_request(const json& id, const std::string& method, const json& params,
                       const Outlet& outlet, const CallOptions& base);
   void initialize(const json& id, const json& params, const Outlet& outlet);
   CallOptions call_options(const json& params, const CallOptions& base);
-  // Starts the queued calls of `batch` that may start now, refuses those that never can.
-  void pump(const std::shared_ptr<Batch>& batch);
+  // Starts the batches' queued calls that may start now (mcp/intake.h next_batch_call: what the
+  // client has not read, and the batches' running calls, within the bound), refuses those that
+  // never can, sends each batch whose last response came.
+  void pump();
+  void settle(Batch& batch, std::optional<json> response);
   bool cancel_queued(const std::string& id_key);
+  std::size_t unread_bytes() const { return client_bytes ? client_bytes() : batch_bytes; }
 };
 
 namespace {
@@ -51,54 +62,45 @@ json params_of(const json& message) {
 
 }  // namespace
 
-// Collects the responses of one batch and sends them as one array once all are in. Its
-// tools/call requests wait in `queued` and start as next_batch_call (mcp/intake.h) allows.
+// The responses of one batch, serialized as they come (a reply's tree takes several times its
+// text), sent as one array once all are in. Its tools/call requests wait in `queued` until the
+// session's pump starts them.
 struct LegacySession::Batch {
-  json responses = json::array();
+  std::vector<std::string> responses;
+  std::size_t bytes = 0;  // of `responses`
   std::size_t pending = 0;
   bool sealed = false;
   bool sent = false;
-  std::function<void(std::optional<json>)> reply;
+  std::function<void(std::optional<std::string>)> reply;
   std::function<void(json)> notify;
-  std::function<void(std::ptrdiff_t)> held;  // may be empty
   CallOptions base;
-  std::size_t held_bytes = 0;
   std::deque<json> queued;  // tools/call requests not started yet
-  std::size_t running = 0;
-  bool pumping = false;
-  bool pump_again = false;
 
-  void settle(std::optional<json> response) {
-    if (response) {
-      const std::size_t bytes = rpc::serialize(*response).size();
-      held_bytes += bytes;
-      if (held) held(static_cast<std::ptrdiff_t>(bytes));
-      responses.push_back(std::move(*response));
-    }
+  bool complete() const { return sealed && pending == 0 && !sent; }
+  // A response after the session is gone: what never started is dropped, and the batch is
+  // answered with what it has once its running calls are in.
+  void settle_orphaned(std::optional<json> response) {
+    if (response) responses.push_back(rpc::serialize(*response));
     --pending;
-    maybe_send();
-  }
-  void maybe_send() {
-    if (!sealed || pending != 0 || sent) return;
+    pending -= queued.size();
+    queued.clear();
+    if (!complete()) return;
     sent = true;
-    if (held && held_bytes != 0) held(-static_cast<std::ptrdiff_t>(held_bytes));
-    held_bytes = 0;
-    // A batch of only notifications (or only cancelled requests) gets no response at all.
-    if (responses.empty()) {
-      reply(std::nullopt);
-    } else {
-      reply(std::move(responses));
-    }
+    reply(text());
   }
-  // A queued call cancelled before it started: like a cancelled request, it gets no response.
-  bool drop_queued(const std::string& id_key) {
-    for (auto it = queued.begin(); it != queued.end(); ++it) {
-      if ((*it)["id"].dump() != id_key) continue;
-      queued.erase(it);
-      settle(std::nullopt);
-      return true;
+  std::optional<std::string> text() {
+    // A batch of only notifications (or only cancelled requests) gets no response at all.
+    if (responses.empty()) return std::nullopt;
+    std::string out;
+    out.reserve(bytes + responses.size() + 1);
+    out += '[';
+    for (std::size_t i = 0; i < responses.size(); ++i) {
+      if (i != 0) out += ',';
+      out += responses[i];
+      std::string().swap(responses[i]);
     }
-    return false;
+    out += ']';
+    return out;
   }
 };
 
@@ -106,10 +108,10 @@ namespace {
 
 std::string mib(std::size_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
-json batch_refusal(const json& id, std::size_t held_bytes, std::size_t reply_bound, std::size_t max_bytes) {
+json batch_refusal(const json& id, std::size_t unread, std::size_t reply_bound, std::size_t max_bytes) {
   return rpc::error_response(
       id, rpc::kServerBusy,
-      "Request refused: the replies of this batch already take " + mib(held_bytes) +
+      "Request refused: replies this client has not read yet (its batches' among them) take " + mib(unread) +
           " and this call may add up to " + mib(reply_bound) + " (its bound under --max-output-bytes, "
           "--max-images and --max-output-file-bytes), past the " + mib(max_bytes) +
           " one client's replies may hold; nothing of it ran. Send it again in another message");
@@ -271,28 +273,29 @@ void LegacySession::handle(const json& message, const Outlet& outlet, const Call
   state_->dispatch(message, outlet, base);
 }
 
-void LegacySession::handle_batch(const json& batch, const Outlet& outlet, const CallOptions& base) {
+void LegacySession::handle_batch(const json& batch, const BatchOutlet& outlet, const CallOptions& base) {
   const auto& version = state_->version;
+  auto refuse = [&](const std::string& message) {
+    outlet.done(rpc::serialize(rpc::error_response(std::nullopt, rpc::kInvalidRequest, message)));
+  };
   if (version != "2025-03-26") {
     const std::string negotiated = version.empty() ? "none yet" : version;
-    outlet.done(rpc::error_response(std::nullopt, rpc::kInvalidRequest,
-                                    "Invalid Request: JSON-RPC batches are only accepted with "
-                                    "protocol version 2025-03-26 (negotiated: " + negotiated +
-                                        "); send one message at a time"));
+    refuse("Invalid Request: JSON-RPC batches are only accepted with protocol version 2025-03-26 "
+           "(negotiated: " + negotiated + "); send one message at a time");
     return;
   }
   if (batch.empty()) {
-    outlet.done(rpc::error_response(std::nullopt, rpc::kInvalidRequest, "Invalid Request: empty batch"));
+    refuse("Invalid Request: empty batch");
     return;
   }
   auto collector = std::make_shared<Batch>();
   collector->pending = batch.size();
   collector->reply = outlet.done;
   collector->notify = outlet.notify;
-  collector->held = state_->batch_held;
   collector->base = base;
   // Registered first: a cancellation later in the batch reaches a call queued before it.
   state_->batches.push_back(collector);
+  std::weak_ptr<State> weak = state_;
   for (const auto& element : batch) {
     if (calls_started(element) == 1) {
       collector->queued.push_back(element);
@@ -300,69 +303,106 @@ void LegacySession::handle_batch(const json& batch, const Outlet& outlet, const 
     }
     state_->dispatch(element,
                      Outlet{outlet.notify,
-                            [collector](std::optional<json> response) {
-                              collector->settle(std::move(response));
+                            [collector, weak](std::optional<json> response) {
+                              if (auto state = weak.lock()) {
+                                state->settle(*collector, std::move(response));
+                              } else {
+                                collector->settle_orphaned(std::move(response));
+                              }
                             }},
                      base);
   }
   collector->sealed = true;
-  state_->pump(collector);
-  collector->maybe_send();
+  state_->pump();
 }
 
-void LegacySession::State::pump(const std::shared_ptr<Batch>& batch) {
-  if (batch->pumping) {
-    batch->pump_again = true;
+void LegacySession::State::settle(Batch& batch, std::optional<json> response) {
+  if (response) {
+    std::string text = rpc::serialize(*response);
+    batch.bytes += text.size();
+    batch_bytes += text.size();
+    if (batch_held) batch_held(static_cast<std::ptrdiff_t>(text.size()));
+    batch.responses.push_back(std::move(text));
+  }
+  --batch.pending;
+  pump();  // (within the pump: it goes round once more, and sends the batch if it is complete)
+}
+
+void LegacySession::State::pump() {
+  if (pumping) {
+    pump_again = true;
     return;
   }
-  batch->pumping = true;
+  pumping = true;
   do {
-    batch->pump_again = false;
-    while (!batch->queued.empty()) {
-      const auto next = next_batch_call(batch->held_bytes, batch->running, options.batch_reply_bound,
-                                        options.batch_max_bytes);
-      if (next == BatchCall::wait) break;
-      json call = std::move(batch->queued.front());
-      batch->queued.pop_front();
-      if (next == BatchCall::refuse) {
-        spdlog::warn("mcp: refused a call of a batch whose replies hold {} bytes", batch->held_bytes);
-        batch->settle(batch_refusal(call["id"], batch->held_bytes, options.batch_reply_bound,
-                                    options.batch_max_bytes));
+    pump_again = false;
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      const auto batch = batches[b];
+      while (!batch->queued.empty()) {
+        const std::size_t unread = unread_bytes();
+        const auto next = next_batch_call(unread, batch_running, options.batch_reply_bound, options.batch_max_bytes);
+        if (next == BatchCall::wait) break;
+        json call = std::move(batch->queued.front());
+        batch->queued.pop_front();
+        if (next == BatchCall::refuse) {
+          spdlog::warn("mcp: refused a call of a batch: the client's unread replies take {} bytes", unread);
+          settle(*batch, batch_refusal(call["id"], unread, options.batch_reply_bound, options.batch_max_bytes));
+          continue;
+        }
+        ++batch_running;
+        dispatch(call,
+                 Outlet{batch->notify,
+                        [batch, weak = weak_from_this()](std::optional<json> response) {
+                          if (auto state = weak.lock()) {
+                            --state->batch_running;
+                            state->settle(*batch, std::move(response));
+                          } else {
+                            batch->settle_orphaned(std::move(response));
+                          }
+                        }},
+                 batch->base);
+      }
+    }
+    // Answered batches go, each once its last response came.
+    for (std::size_t b = 0; b < batches.size();) {
+      if (!batches[b]->complete()) {
+        ++b;
         continue;
       }
-      ++batch->running;
-      dispatch(call,
-               Outlet{batch->notify,
-                      [batch, weak = weak_from_this()](std::optional<json> response) {
-                        --batch->running;
-                        batch->settle(std::move(response));
-                        if (auto state = weak.lock()) {
-                          state->pump(batch);
-                          return;
-                        }
-                        // The session ended: what never started is not answered.
-                        while (!batch->queued.empty()) {
-                          batch->queued.pop_front();
-                          batch->settle(std::nullopt);
-                        }
-                      }},
-               batch->base);
+      const auto batch = batches[b];
+      batches.erase(batches.begin() + static_cast<std::ptrdiff_t>(b));
+      batch->sent = true;
+      batch_bytes -= batch->bytes;
+      if (batch_held && batch->bytes != 0) batch_held(-static_cast<std::ptrdiff_t>(batch->bytes));
+      batch->reply(batch->text());
+      pump_again = true;  // room made: other batches' calls may start
     }
-  } while (batch->pump_again);
-  batch->pumping = false;
-  if (batch->queued.empty()) {
-    std::erase_if(batches, [&](const std::weak_ptr<Batch>& b) {
-      const auto live = b.lock();
-      return !live || live == batch;
-    });
-  }
+  } while (pump_again);
+  pumping = false;
 }
 
 bool LegacySession::State::cancel_queued(const std::string& id_key) {
-  for (const auto& weak : batches) {
-    if (auto batch = weak.lock(); batch && batch->drop_queued(id_key)) return true;
+  for (const auto& batch : batches) {
+    for (auto it = batch->queued.begin(); it != batch->queued.end(); ++it) {
+      if ((*it)["id"].dump() != id_key) continue;
+      batch->queued.erase(it);
+      settle(*batch, std::nullopt);  // like any cancelled request: no response
+      return true;
+    }
   }
   return false;
+}
+
+void LegacySession::end() {
+  state_->accepting = false;
+  // What never started is not started now; the running calls are the owner's to cancel.
+  for (const auto& batch : state_->batches) {
+    while (!batch->queued.empty()) {
+      batch->queued.pop_front();
+      --batch->pending;
+    }
+  }
+  state_->pump();
 }
 
 void LegacySession::set_on_initialized(std::function<void()> callback) {
@@ -371,6 +411,10 @@ void LegacySession::set_on_initialized(std::function<void()> callback) {
 
 void LegacySession::set_batch_held(std::function<void(std::ptrdiff_t)> held) {
   state_->batch_held = std::move(held);
+}
+
+void LegacySession::set_client_bytes(std::function<std::size_t()> unread) {
+  state_->client_bytes = std::move(unread);
 }
 
 void LegacySession::set_unrelated_sink(std::function<void(json)> sink) {

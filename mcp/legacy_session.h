@@ -41,13 +41,20 @@ class LegacySession {
   // One message object. `outlet.done` is called once: the response, or nullopt (notifications,
   // client responses, cancelled requests). Calls start from `base` (fair queue and client).
   void handle(const nlohmann::json& message, const Outlet& outlet, const CallOptions& base = {});
-  // A JSON-RPC batch: one array of responses (nullopt when there is none). Refused (-32600)
-  // unless 2025-03-26 was negotiated.
-  void handle_batch(const nlohmann::json& batch, const Outlet& outlet, const CallOptions& base = {});
+  // A JSON-RPC batch: `outlet.done` gets the array of its responses, serialized (nullopt when
+  // there is none). Refused (-32600) unless 2025-03-26 was negotiated.
+  struct BatchOutlet {
+    std::function<void(nlohmann::json notification)> notify;
+    std::function<void(std::optional<std::string> serialized)> done;
+  };
+  void handle_batch(const nlohmann::json& batch, const BatchOutlet& outlet, const CallOptions& base = {});
 
   // Told each change of the bytes this session's batches hold (a reply in: +, a batch sent: -),
   // so that its owner counts them as replies waiting for the client.
   void set_batch_held(std::function<void(std::ptrdiff_t)> held);
+  // The bytes of the client's replies not read yet, what its batches hold included: a batch's
+  // calls start only within batch_max_bytes of it. Unset: what the batches hold.
+  void set_client_bytes(std::function<std::size_t()> unread);
 
   // Called once, right after the initialize response has been handed to its outlet.
   void set_on_initialized(std::function<void()> callback);
@@ -62,6 +69,9 @@ class LegacySession {
   const std::string& protocol_version() const;  // "" before initialize
   // New requests are refused from now on (shutdown).
   void stop_accepting();
+  // The session ends (HTTP DELETE, expiry): new requests are refused, and batch calls not
+  // started are dropped (not run, not answered).
+  void end();
 
   struct State;
   struct Batch;

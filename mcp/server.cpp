@@ -93,6 +93,7 @@ class StdioIntake {
       batch_bytes_ = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(batch_bytes_) + bytes);
       if (bytes < 0) poke_later();
     });
+    session_.set_client_bytes([this] { return transport_.queued_bytes() + batch_bytes_; });
     // Both run before the state they change is visible (a call's response is sent after it
     // leaves the table): look again once they are done.
     session_.set_on_call_ended([this] { poke_later(); });
@@ -101,6 +102,7 @@ class StdioIntake {
   ~StdioIntake() {
     session_.set_on_call_ended(nullptr);
     session_.set_batch_held(nullptr);
+    session_.set_client_bytes(nullptr);
     transport_.set_on_written(nullptr);
   }
   StdioIntake(const StdioIntake&) = delete;

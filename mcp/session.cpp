@@ -44,7 +44,14 @@ void Session::handle_parsed(std::optional<json> parsed, std::size_t line_bytes) 
   CallOptions base;
   base.reserve_bytes = call_share_bytes(reply_bound_, line_bytes);
   if (parsed->is_array()) {
-    legacy_.handle_batch(*parsed, outlet(), base);
+    std::weak_ptr<Sink> weak = sink_;
+    legacy_.handle_batch(*parsed,
+                         LegacySession::BatchOutlet{outlet().notify,
+                                                    [weak](std::optional<std::string> text) {
+                                                      if (!text) return;
+                                                      if (auto sink = weak.lock()) (*sink)(std::move(*text));
+                                                    }},
+                         base);
     return;
   }
   const auto msg = rpc::classify(*parsed);

@@ -129,6 +129,7 @@ struct Sessions::State : std::enable_shared_from_this<Sessions::State> {
 
   void end(const std::shared_ptr<HttpSession>& session, const std::string& why) {
     sessions.erase(session->id);
+    session->legacy.end();
     session->calls.drop_all();
     for (auto& [id, stream] : session->streams) stream->finish();
     if (owner_ended) owner_ended(owner_of_session(session->id), why);
@@ -224,13 +225,17 @@ void Sessions::initialize(const Request& request, const json& message, Accepts,
   }
   auto session = std::make_shared<HttpSession>(state.tools, options, new_session_id());
   if (state.budget) {
-    session->legacy.set_batch_held([budget = state.budget, client = OutputBudget::session_client(session->id)](
-                                       std::ptrdiff_t bytes) {
+    const std::string client = OutputBudget::session_client(session->id);
+    session->legacy.set_batch_held([budget = state.budget, client](std::ptrdiff_t bytes) {
       if (bytes > 0) {
         budget->add(client, static_cast<std::size_t>(bytes));
       } else {
         budget->remove(client, static_cast<std::size_t>(-bytes));
       }
+    });
+    session->legacy.set_client_bytes([budget = std::weak_ptr<OutputBudget>(state.budget), client] {
+      const auto b = budget.lock();
+      return b ? b->unsent(client) : std::size_t{0};
     });
   }
   state.sessions.emplace(session->id, session);
@@ -281,14 +286,15 @@ void Sessions::post(const Request& request, const json& message, Accepts accepts
   }
   if (message.is_array()) {
     session->legacy.handle_batch(message,
-                                 Outlet{nullptr,
-                                        [response](std::optional<json> answer) {
-                                          if (answer) {
-                                            send_json(*response, 200, *answer);
-                                          } else {
-                                            response->send(202, {}, "");
-                                          }
-                                        }},
+                                 LegacySession::BatchOutlet{nullptr,
+                                                            [response](std::optional<std::string> answer) {
+                                                              if (answer) {
+                                                                response->send(200, {{"Content-Type", "application/json"}},
+                                                                               std::move(*answer));
+                                                              } else {
+                                                                response->send(202, {}, "");
+                                                              }
+                                                            }},
                                  state.base(request, session->id));
     return;
   }

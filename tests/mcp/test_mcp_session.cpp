@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mcp/server_info.h"
+#include "mcp/legacy_session.h"
 #include "mcp/session.h"
 #include "tests/support/session_harness.h"
 
@@ -406,6 +407,89 @@ TEST_CASE("a batch's calls start within its byte bound; past it they are refused
   // Every byte the batch held is given back once it is answered.
   CHECK(held == 0);
   CHECK(changes.back() < 0);
+}
+
+TEST_CASE("batches share one bound: the client's unread replies and every batch's running calls") {
+  mcp::SessionOptions options{"Use the tools."};
+  options.batch_max_bytes = 1000;
+  options.batch_reply_bound = 400;
+  Harness h(options);
+  std::size_t unread_elsewhere = 0;  // the client's replies outside batches (a transport's queue)
+  std::ptrdiff_t held = 0;
+  h.session->set_batch_held([&](std::ptrdiff_t bytes) { held += bytes; });
+  h.session->set_client_bytes([&] { return unread_elsewhere + static_cast<std::size_t>(held); });
+  h.initialize("2025-03-26");
+  const auto slow_batch = [&](int first) {
+    json batch = json::array();
+    for (int id = first; id < first + 2; ++id) {
+      batch.push_back({{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", {{"name", "slow"}}}});
+    }
+    h.send(batch);
+  };
+  slow_batch(1);
+  REQUIRE(h.pending.calls.size() == 2);
+  // A second batch: the first's two running calls already take the room of two replies.
+  slow_batch(11);
+  CHECK(h.pending.calls.size() == 2);
+  h.pending.calls[0]->finish({{"content", json::array()}});
+  REQUIRE(h.pending.calls.size() == 3);  // a slot freed: the second batch's first call starts
+  h.pending.calls[1]->finish({{"content", json::array()}});
+  const auto first = h.take();  // the first batch is answered once both its calls are in
+  REQUIRE(first.size() == 2);
+  REQUIRE(h.pending.calls.size() == 4);
+  h.pending.calls[2]->finish({{"content", json::array()}});
+  h.pending.calls[3]->finish({{"content", json::array()}});
+  CHECK(h.take().size() == 2);
+  CHECK(held == 0);
+  // Replies the client has not read elsewhere count too: with 700 bytes unread, a batch's
+  // call is refused at once (nothing of it runs to make room).
+  unread_elsewhere = 700;
+  slow_batch(21);
+  CHECK(h.pending.calls.size() == 4);
+  const auto refused = h.take();
+  REQUIRE(refused.size() == 2);
+  for (const auto& r : refused) CHECK(error_code(r) == -32000);
+}
+
+TEST_CASE("a batch of a session that ends: calls not started are dropped, the batch answered with the rest") {
+  mcp::SessionOptions options{"Use the tools."};
+  options.batch_max_bytes = 1000;
+  options.batch_reply_bound = 400;
+  mcp::ToolRegistry registry;
+  std::vector<std::shared_ptr<mcp::ToolCall>> calls;
+  mcp::ToolDefinition slow;
+  slow.name = "slow";
+  slow.description = "stays open";
+  slow.input_schema = {{"type", "object"}, {"properties", json::object()}};
+  slow.handler = [&](std::shared_ptr<mcp::ToolCall> call) { calls.push_back(call); };
+  registry.add(slow);
+  mcp::CallTable table;
+  mcp::LegacySession legacy(registry, options, table);
+  std::vector<json> out;
+  mcp::Outlet outlet{nullptr, [&](std::optional<json> r) { if (r) out.push_back(*r); }};
+  legacy.handle(json::parse(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}})"),
+                outlet);
+  out.clear();
+  std::vector<std::optional<std::string>> answers;
+  json batch = json::array();
+  for (int id = 1; id <= 5; ++id) {
+    batch.push_back({{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", {{"name", "slow"}}}});
+  }
+  legacy.handle_batch(batch, mcp::LegacySession::BatchOutlet{nullptr, [&](std::optional<std::string> a) {
+                                                                answers.push_back(std::move(a));
+                                                              }});
+  REQUIRE(calls.size() == 2);
+  legacy.end();  // (an HTTP DELETE)
+  calls[0]->finish({{"content", json::array()}});
+  CHECK(calls.size() == 2);  // nothing else started
+  CHECK(answers.empty());
+  calls[1]->finish({{"content", json::array()}});
+  REQUIRE(answers.size() == 1);
+  REQUIRE(answers[0].has_value());
+  const auto reply = json::parse(*answers[0]);
+  REQUIRE(reply.size() == 2);
+  CHECK(reply[0]["id"] == 1);
+  CHECK(reply[1]["id"] == 2);
 }
 
 TEST_CASE("a batch may cancel one of its own calls") {
