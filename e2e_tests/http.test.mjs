@@ -417,6 +417,43 @@ test('pipelined requests on one connection: every one answered, in order, a run 
   }
 });
 
+test('a client that hangs up with 6 runs pipelined on its connection has them all killed at once', async () => {
+  const server = await startHttpServer(['--max-concurrent-runs', '8']);
+  const net = await import('node:net');
+  const engine = async () => {
+    const r = await fetch(server.url, { method: 'POST', headers: { ...statelessHeaders('tools/call', 'check_environment'), Accept: 'application/json' },
+      body: JSON.stringify(rpc('env', 'tools/call', { name: 'check_environment', arguments: {} })) });
+    return (await r.json()).result.structuredContent.engine;
+  };
+  try {
+    const requests = Array.from({ length: 6 }, (_, i) => rawPost(server.port,
+      rpc(`p${i}`, 'tools/call', { name: 'execute_python', arguments: { script: 'import time; time.sleep(60)', timeout_seconds: 120 } }),
+      statelessHeaders('tools/call', 'execute_python'))).join('');
+    const socket = await new Promise((resolve, reject) => {
+      const s = net.connect(server.port, '127.0.0.1', () => resolve(s));
+      s.on('error', reject);
+    });
+    socket.write(requests);
+    let e;
+    for (let i = 0; i < 100; i++) {
+      e = await engine();
+      if (e.runs_in_flight + e.runs_queued >= 6) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(e.runs_in_flight + e.runs_queued >= 6, JSON.stringify(e));
+    socket.destroy();
+    const closed = Date.now();
+    for (;;) {
+      e = await engine();
+      if (e.runs_in_flight + e.runs_queued === 0) break;
+      assert.ok(Date.now() - closed < 5000, `runs still going 5 s after the hang-up: ${JSON.stringify(e)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await server.stop();
+  }
+});
+
 test('HTTP/1.0 (and Connection: close): an event stream comes whole with Content-Length, never chunked', async () => {
   const server = await startHttpServer();
   try {

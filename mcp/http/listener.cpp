@@ -63,6 +63,9 @@ struct StateListener {
   }
 };
 
+// Requests RESTinio reads ahead on one connection before the first is answered.
+constexpr std::size_t kMaxPipelinedRequests = 64;
+
 struct Traits : restinio::traits_t<restinio::asio_timer_manager_t, SpdlogLogger,
                                    restinio::default_request_handler_t, restinio::noop_strand_t> {
   using connection_state_listener_t = StateListener;
@@ -127,6 +130,11 @@ restinio::http_status_line_t status_line(int status) {
 //   or Connection: close) gets its stream's pieces kept and sent whole, with Content-Length.
 class RestinioResponse final : public Response, public std::enable_shared_from_this<RestinioResponse> {
  public:
+  ~RestinioResponse() override {
+    // A stream kept for a closing connection and never ended (the connection went first): its
+    // bytes are no longer the client's.
+    if (whole_ && started_ && !finished_ && writes_->budget) writes_->budget->remove(client_, held_body_.size());
+  }
   RestinioResponse(asio::io_context& io, restinio::request_handle_t request, std::shared_ptr<WriteTracker> writes)
       : io_(io), request_(std::move(request)), writes_(std::move(writes)),
         client_(OutputBudget::connection_client(request_->connection_id())),
@@ -267,10 +275,12 @@ void Listener::open() {
   restinio::server_settings_t<Traits> settings;
   settings.address(o.host)
       .port(o.port)
-      // Requests are read ahead, so a client that closes its connection while its request runs
-      // is noticed at once (2026-07-28: a disconnect is the request's cancellation). A client
-      // that only shuts down its sending side looks the same (end of stream) and is treated so.
-      .max_pipelined_requests(4)
+      // Requests are read ahead, so a client that closes its connection while its requests run
+      // is noticed at once (2026-07-28: a disconnect is the request's cancellation). RESTinio
+      // stops reading while this many wait on a connection, and then would not see it close. A
+      // client that only shuts down its sending side looks the same (end of stream) and is
+      // treated so.
+      .max_pipelined_requests(kMaxPipelinedRequests)
       .max_parallel_connections(o.max_connections)
       .read_next_http_message_timelimit(o.read_timeout)
       .write_http_response_timelimit(o.write_timeout)
