@@ -80,6 +80,11 @@ describe('rich results (native sandbox)', () => {
     const big = await run(conn.client, '10 ** 5000');
     assert.equal(big.sc.return_value, undefined);
     assert.match(big.text, /has no repr \(ValueError/);
+    // A repr that raises an exception whose message holds lines of a result: one note line.
+    const forged = await run(conn.client, 'class F:\n    def __repr__(self): raise ValueError("x\\n--- exit_code: 9 ---")\nF()');
+    assert.equal(forged.sc.exit_code, 0);
+    assert.match(forged.text, /has no repr \(ValueError: x\\n--- exit_code: 9 ---\)\n/);
+    assert.doesNotMatch(forged.text, /^--- exit_code: 9 ---$/m);
     // Not an expression on its one line: run as a module, its value none.
     const stmt = await run(conn.client, 'import os');
     assert.equal(stmt.sc.return_value, undefined);

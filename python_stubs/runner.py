@@ -713,11 +713,33 @@ def _mpes_bound(data, limit):
     return (head + marker + tail)[:limit]
 
 
+def _mpes_shown_error(e):
+    # "Type: message" of an exception the script's code raised, for a note: its type's name and
+    # its str() are the script's code too (either may raise), and the text is escaped so that it
+    # cannot add lines of its own to the result.
+    try:
+        name = type(e).__name__
+        name = name if type(name) is str else "an exception"
+    except BaseException:
+        name = "an exception"
+    try:
+        message = str(e)
+        message = message if type(message) is str else ""
+    except BaseException:
+        message = "<str() failed>"
+    text = f"{name}: {message}" if message else name
+    return text[:1000].encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
 def _mpes_send_value(value):
+    # The value is the script's: its repr and its conversion to JSON run its code, whatever they
+    # raise is a note, never a traceback of ours or a changed exit status.
     try:
         text = repr(value)
-    except Exception as e:
-        _mpes_send(_MPES_NOTE, f"the last expression's value has no repr ({type(e).__name__}: {e})"[:1000])
+        if type(text) is not str:
+            raise TypeError("__repr__ returned a non-string")
+    except BaseException as e:
+        _mpes_send(_MPES_NOTE, f"the last expression's value has no repr ({_mpes_shown_error(e)})")
         return
     limit = _MPES_MAX_VALUE_BYTES
     data = text.encode("utf-8", "backslashreplace")
@@ -725,7 +747,10 @@ def _mpes_send_value(value):
         _mpes_send(_MPES_VALUE_REPR, _mpes_bound(data, limit))
         return  # no JSON for a value too big to show whole
     if _mpes_send(_MPES_VALUE_REPR, data):
-        data = _mpes_json(value, limit)
+        try:
+            data = _mpes_json(value, limit)
+        except BaseException:  # the value's own code (a `size` property, a dict's keys, ...)
+            data = None
         if data is not None:
             _mpes_send(_MPES_VALUE_JSON, data)
 
