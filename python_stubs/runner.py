@@ -891,8 +891,8 @@ def _mpes_capture_figures():
                 _mpes_watch_changes(fig, seen)
             seen[1] = False
             fig._stale = was_stale  # as the script left it (rendering cleared it)
-    except Exception as e:
-        state["notes"].append(f"figures could not be captured ({type(e).__name__}: {e})"[:1000])
+    except BaseException as e:  # the script's artists run here: whatever they raise is a note
+        state["notes"].append(f"figures could not be captured ({_mpes_shown_error(e)})")
 
 
 def _mpes_watch_changes(fig, seen):
@@ -946,8 +946,8 @@ def _mpes_render(fig, notes):
             dpi *= 0.95 * min(_MPES_MAX_IMAGE_SIDE / max(side, 1),
                               (_MPES_MAX_IMAGE_BYTES / len(data)) ** 0.5)
         notes.append(f"figure {fig.number} left out: no PNG of it fits 1 MiB")
-    except Exception as e:
-        notes.append(f"a figure could not be rendered ({type(e).__name__}: {e})"[:1000])
+    except BaseException as e:
+        notes.append(f"a figure could not be rendered ({_mpes_shown_error(e)})")
     return None
 
 
