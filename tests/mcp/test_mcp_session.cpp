@@ -361,11 +361,16 @@ TEST_CASE("a batch waits for its slow calls and skips cancelled ones") {
   CHECK(batch[1]["id"] == 2);
 }
 
-TEST_CASE("a batch's calls start within its byte bound; past it they are refused, not held") {
+// Batches within 1000 bytes, each call counted at 400.
+mcp::SessionOptions bounded_batches() {
   mcp::SessionOptions options{"Use the tools."};
   options.batch_max_bytes = 1000;
   options.batch_reply_bound = 400;
-  Harness h(options);
+  return options;
+}
+
+TEST_CASE("a batch's calls start within its byte bound; past it they are refused, not held") {
+  Harness h(bounded_batches());
   std::ptrdiff_t held = 0;
   std::vector<std::ptrdiff_t> changes;
   h.session->set_batch_held([&](std::ptrdiff_t bytes) {
@@ -410,10 +415,7 @@ TEST_CASE("a batch's calls start within its byte bound; past it they are refused
 }
 
 TEST_CASE("batches share one bound: the client's unread replies and every batch's running calls") {
-  mcp::SessionOptions options{"Use the tools."};
-  options.batch_max_bytes = 1000;
-  options.batch_reply_bound = 400;
-  Harness h(options);
+  Harness h(bounded_batches());
   std::size_t unread_elsewhere = 0;  // the client's replies outside batches (a transport's queue)
   std::ptrdiff_t held = 0;
   h.session->set_batch_held([&](std::ptrdiff_t bytes) { held += bytes; });
@@ -452,9 +454,7 @@ TEST_CASE("batches share one bound: the client's unread replies and every batch'
 }
 
 TEST_CASE("a batch of a session that ends: calls not started are dropped, the batch answered with the rest") {
-  mcp::SessionOptions options{"Use the tools."};
-  options.batch_max_bytes = 1000;
-  options.batch_reply_bound = 400;
+  const auto options = bounded_batches();
   mcp::ToolRegistry registry;
   std::vector<std::shared_ptr<mcp::ToolCall>> calls;
   mcp::ToolDefinition slow;
@@ -505,10 +505,7 @@ TEST_CASE("a batch may cancel one of its own calls") {
 }
 
 TEST_CASE("a batch's calls wait for room and then start, all answered in one array") {
-  mcp::SessionOptions options{"Use the tools."};
-  options.batch_max_bytes = 1000;
-  options.batch_reply_bound = 400;
-  Harness h(options);
+  Harness h(bounded_batches());
   h.initialize("2025-03-26");
   h.line(R"([{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}},)"
          R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}},)"
