@@ -26,6 +26,7 @@ _MPES_COMPILE_ERROR = None  # per run: the script's SyntaxError
 _MPES_SOURCE_FOR_ERRORS = None  # per run: the script's bytes, kept only when it does not compile
 _MPES_ENV_EXTRA = ()  # what preloads added to the environment
 _MPES_VALUE = None  # per run: the value of the last step (set by the zygote)
+_MPES_TYPE, _MPES_ISSUBCLASS = type, issubclass  # as they were: a script may replace builtins'
 _MPES_ERROR = None  # per run: the exception a step raised (set by the zygote)
 _MPES_PRELOAD_ENV = None  # the environment preloads were imported with
 _MPES_WORK = None  # the run's work dir (its cwd when it started)
@@ -86,6 +87,16 @@ def _mpes_zygote_ready():
                                 if _MPES_PRELOAD_ENV.get(k) != v and k not in (b"HOME", b"TMPDIR"))
         run_env.update(_MPES_ENV_EXTRA)
     env._data = run_env
+    # os.environb and posix.environ share os.environ's mapping, as in any interpreter: they
+    # must not show the zygote's own environment.
+    if hasattr(os, "environb"):
+        os.environb._data = run_env
+    import posix
+    posix.environ = run_env
+    # site's user paths are computed again from the run's HOME (they were from the zygote's).
+    site = sys.modules.get("site")
+    if site is not None:
+        site.USER_BASE = site.USER_SITE = None
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # computed again from TMPDIR
@@ -268,26 +279,29 @@ def _mpes_run():
 
 
 def _mpes_finish():
-    global _MPES_VALUE
-    value, _MPES_VALUE = _MPES_VALUE, None
-    _mpes_end(None, value)
+    _mpes_end(None)  # (the value is taken from _MPES_VALUE: no frame of ours keeps it alive)
 
 
 def _mpes_failed():
     global _MPES_ERROR
     error, _MPES_ERROR = _MPES_ERROR, None
-    _mpes_end(error, None)
+    _mpes_end(error)
 
 
-def _mpes_end(error, value):
+def _mpes_end(error):
     # What `python3 script.py` does after the script: report an uncaught exception (or the
     # SystemExit), wait for threads, run atexit, flush, finalize __main__, exit. Also sends
     # the value and the figures. Exits the process itself: nothing of ours runs afterwards.
     import os
     import sys
 
+    # The last expression's value: shown, then freed at once, as python3 frees a statement's
+    # value (its __del__ runs now, not never).
+    _mpes_send_value()
     code = 0
     sigint = False
+    if _MPES_COMPILE_ERROR is None and _MPES_INPUT_ERROR is None:
+        _mpes_flush_io()
     if _MPES_INPUT_ERROR is not None:
         _mpes_write_stderr(_MPES_INPUT_ERROR + "\n")
         code = 1
@@ -299,10 +313,12 @@ def _mpes_end(error, value):
         error.__traceback__ = _mpes_user_traceback(error.__traceback__)
         sigint = isinstance(error, KeyboardInterrupt)
         code = _mpes_report(error)
+    exiting = isinstance(error, SystemExit)
     error = None
-    if value is not None:
-        _mpes_send_value(value)
-        value = None
+    if not exiting:
+        # python3 then deletes __file__ and __cached__ from __main__ (a SystemExit exits
+        # before), so atexit, threads still running and finalizers no longer see them.
+        _mpes_forget_file()
     # Before atexit: pyplot closes every figure there.
     if _MPES_FIGURES is not None or "matplotlib.pyplot" in sys.modules:
         _mpes_send_figures()
@@ -323,6 +339,29 @@ def _mpes_end(error, value):
         except OSError:
             pass
     os._exit(code & 0xFF)
+
+
+def _mpes_flush_io():
+    # pythonrun.c's flush_io, right after the script's code: sys.stderr, then sys.stdout, each
+    # flushed if it can be, silently.
+    import sys
+    for name in ("stderr", "stdout"):
+        try:
+            getattr(sys, name).flush()
+        except BaseException:
+            pass
+
+
+def _mpes_forget_file():
+    main = _MPES_MAIN
+    if main is None:
+        return
+    names = main.__dict__
+    for name in ("__file__", "__cached__"):
+        try:
+            del names[name]
+        except BaseException:
+            pass
 
 
 def _mpes_syntax_error(e):
@@ -406,14 +445,20 @@ def _mpes_write_stderr(text):
 
 def _mpes_exit_status(e):
     # CPython's _Py_HandleSystemExit: None is 0; an int is cast to a C int (a value past a C
-    # long is -1); anything else is printed to stderr and is 1.
-    code = getattr(e, "code", e)
+    # long is -1); anything else is printed to stderr and is 1. The exception and its code are
+    # the script's: a `code` that cannot be read means the exception itself is printed, and an
+    # int subclass counts by its value, whatever its methods do.
+    try:
+        code = e.code
+    except BaseException:
+        code = e
     if code is None:
         return 0
-    if isinstance(code, int):
-        if not -(1 << 63) <= code < (1 << 63):
+    if _MPES_ISSUBCLASS(_MPES_TYPE(code), int):
+        value = int.__index__(code)
+        if not -(1 << 63) <= value < (1 << 63):
             return -1
-        return ((code & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
+        return ((value & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000
     import sys
     stream = getattr(sys, "stderr", None)
     if stream is not None:
@@ -456,10 +501,33 @@ def _mpes_shutdown(code):
             sys.unraisablehook = _MPES_NEXT_UNRAISABLEHOOK
     if not _mpes_flush_std(report=True):
         code = 120
+    _mpes_signals_fini()
     _mpes_finalize_main()
     # What finalization printed: CPython flushes it when the streams are freed, silently.
     _mpes_flush_std(report=False)
     return code
+
+
+def _mpes_signals_fini():
+    # _PySignal_Fini, before __main__ is finalized: the script's signal handlers are let go (a
+    # handler would otherwise keep __main__ and everything it holds alive, never finalized),
+    # and their signals get their default action back.
+    import sys
+    signal = sys.modules.get("_signal")
+    if signal is None:
+        return
+    try:
+        keep = (signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler, None)
+        for number in signal.valid_signals():
+            try:
+                handler = signal.getsignal(number)
+            except (OSError, ValueError):
+                continue
+            if any(handler is k for k in keep):
+                continue
+            signal.signal(number, signal.SIG_DFL)
+    except BaseException:
+        pass
 
 
 def _mpes_flush_std(report):
@@ -731,9 +799,14 @@ def _mpes_shown_error(e):
     return text[:1000].encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
-def _mpes_send_value(value):
-    # The value is the script's: its repr and its conversion to JSON run its code, whatever they
-    # raise is a note, never a traceback of ours or a changed exit status.
+def _mpes_send_value():
+    # The value of the last expression (_MPES_VALUE), taken so that it is freed when this
+    # returns. It is the script's: its repr and its conversion to JSON run its code, whatever
+    # they raise is a note, never a traceback of ours or a changed exit status.
+    global _MPES_VALUE
+    value, _MPES_VALUE = _MPES_VALUE, None
+    if value is None:
+        return
     try:
         text = repr(value)
         if type(text) is not str:
@@ -768,9 +841,11 @@ def _mpes_json(value, limit):
     import sys
     np = sys.modules.get("numpy")
     pd = sys.modules.get("pandas")
-    if np is not None or pd is not None:
-        size = getattr(value, "size", None)
-        if isinstance(size, int) and size * 2 > limit:
+    if not _mpes_plain(value, np, pd, limit):
+        return None
+    if (np is not None and type(value) is np.ndarray) or (
+            pd is not None and (type(value) is pd.DataFrame or type(value) is pd.Series)):
+        if value.size * 2 > limit:
             return None  # an array's repr is summarised, its JSON would not be
 
     def natural(o):
@@ -791,6 +866,40 @@ def _mpes_json(value, limit):
     except Exception:  # not serialisable, NaN, a cycle, too deep, lone surrogates
         return None
     return data if len(data) <= limit else None
+
+
+def _mpes_plain(value, np, pd, limit):
+    # Whether json.dumps can turn `value` into JSON without running the script's code: python3
+    # never converts a value, so nothing of its own may run for it (a dict subclass's items(),
+    # a list subclass's __iter__, an object's __class__ asked by isinstance). Built-in
+    # containers of their exact types, strings and numbers (json reads their subclasses'
+    # values, not their methods), numpy's scalars and arrays, pandas' frames and series.
+    plain = (str, int, float)
+    stack = [value]
+    budget = max(limit // 2, 1)
+    while stack:
+        budget -= 1
+        if budget < 0:
+            return False
+        o = stack.pop()
+        t = type(o)
+        if o is None or _MPES_ISSUBCLASS(t, plain):
+            continue
+        if t is list or t is tuple:
+            stack.extend(o)
+        elif t is dict:
+            for k, v in o.items():
+                if not (k is None or _MPES_ISSUBCLASS(type(k), plain)):
+                    return False
+                stack.append(v)
+        elif np is not None and ((_MPES_ISSUBCLASS(t, np.generic) and t.__module__ == "numpy") or
+                                 (t is np.ndarray and o.dtype != object)):
+            continue
+        elif pd is not None and (t is pd.DataFrame or t is pd.Series):
+            continue
+        else:
+            return False
+    return True
 
 
 def _mpes_end_record(code):

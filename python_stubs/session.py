@@ -177,18 +177,16 @@ def _mpes_write_step_source(source):
 
 
 def _mpes_step_finish():
-    global _MPES_VALUE
-    value, _MPES_VALUE = _MPES_VALUE, None
-    _mpes_step_end(None, value)
+    _mpes_step_end(None)  # (the value is taken from _MPES_VALUE: no frame of ours keeps it)
 
 
 def _mpes_step_failed():
     global _MPES_ERROR
     error, _MPES_ERROR = _MPES_ERROR, None
-    _mpes_step_end(error, None)
+    _mpes_step_end(error)
 
 
-def _mpes_step_end(error, value):
+def _mpes_step_end(error):
     # What the step reports: its exception (the state stays as the step left it), the value of
     # its last expression, figures, output files, flushed streams. Returns to the holder. The
     # frames sent from here on go out in one write, with the end record (the server wakes once).
@@ -209,9 +207,7 @@ def _mpes_step_end(error, value):
         if isinstance(error, KeyboardInterrupt) and code == 1:
             code = -2  # as a script killed by SIGINT
     error = None
-    if value is not None:
-        _mpes_send_value(value)
-        value = None
+    _mpes_send_value()
     if _MPES_FIGURES is not None or "matplotlib.pyplot" in sys.modules:
         _mpes_send_figures()
     if not _mpes_flush_std(report=True):
