@@ -288,7 +288,7 @@ report(status={k: v.strip() for k, v in status.items()}, uid=os.getuid(), euid=o
     assert.notEqual(p.gid, 0);
   });
 
-  test('unshare, mount, ptrace, bpf, userfaultfd, io_uring and TIOCSTI are denied', async () => {
+  test('unshare, mount, ptrace, bpf, userfaultfd, io_uring, CLONE_PARENT and TIOCSTI are denied', async () => {
     // x86_64 syscall numbers; each attack in its own forked child.
     const probe = `
 import struct
@@ -309,13 +309,20 @@ def do_userfaultfd():
 def do_io_uring():
     params = ctypes.create_string_buffer(120)
     return syscall(425, 1, params)
+def do_clone_parent():
+    # CLONE_PARENT | SIGCHLD: a sibling, out of reach of what ends a session step's processes.
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(56), ctypes.c_long(0x8000 | 17), *[ctypes.c_long(0)] * 4)
+    if r == 0:
+        os._exit(0)
+    return 0 if r > 0 else ctypes.get_errno()
 def do_tiocsti():
     c = ctypes.create_string_buffer(b'x')
     return syscall(16, 0, 0x5412, c)
 def do_tiocsti_high():
     c = ctypes.create_string_buffer(b'x')
     return syscall(16, 0, (1 << 32) | 0x5412, c)
-names = ['unshare', 'mount', 'ptrace', 'bpf', 'userfaultfd', 'io_uring', 'tiocsti', 'tiocsti_high']
+names = ['unshare', 'mount', 'ptrace', 'bpf', 'userfaultfd', 'io_uring', 'clone_parent', 'tiocsti', 'tiocsti_high']
 report(errnos={n: in_child(globals()['do_' + n]) for n in names})
 `;
     const control = (await outside(probe)).errnos;
@@ -326,7 +333,7 @@ report(errnos={n: in_child(globals()['do_' + n]) for n in names})
     }
     // Controls: outside, the same calls succeed (errno 0) or fail for another reason (TIOCSTI on
     // a pipe: ENOTTY). bpf needs root outside (unprivileged_bpf_disabled).
-    for (const name of ['unshare', 'mount', 'ptrace', 'userfaultfd', 'io_uring']) {
+    for (const name of ['unshare', 'mount', 'ptrace', 'userfaultfd', 'io_uring', 'clone_parent']) {
       assert.equal(control[name], 0, `control: ${name} works outside (errno ${control[name]})`);
     }
     assert.equal(control.tiocsti, 25, 'control: TIOCSTI on a non-tty is ENOTTY outside');

@@ -139,6 +139,10 @@ SeccompProgram SeccompProgram::compile(const Policy& /*policy*/) {
     add(c, eperm, resolve("clone"), "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit)});
     add(c, eperm, resolve("unshare"), "unshare", {SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit)});
   }
+  // CLONE_PARENT: the new process would be its caller's sibling, a child of whatever started
+  // the caller, out of reach of what ends a run's or a session step's processes (a session
+  // step's holder kills its own children, not its parent's).
+  add(c, eperm, resolve("clone"), "clone", {SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_PARENT, CLONE_PARENT)});
   // CLONE_NEWTIME's bit is part of the exit-signal byte for clone(), so only unshare checks it.
   add(c, eperm, resolve("unshare"), "unshare",
       {SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWTIME, CLONE_NEWTIME)});

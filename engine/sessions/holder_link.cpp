@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -140,7 +141,7 @@ bool HolderLink::send_step(const zygote::StepMessage& step, std::span<const int>
     drop_spare();
     spare_known();
   }
-  return zygote::send_message(socket_.native_handle(), step, fds) == 0;
+  return zygote::send_message_now(socket_.native_handle(), step, fds) == 0;
 }
 
 std::optional<HolderLink::Taken> HolderLink::send_step_to_spare(const zygote::StepMessage& step,
@@ -148,7 +149,7 @@ std::optional<HolderLink::Taken> HolderLink::send_step_to_spare(const zygote::St
   if (gone_ || !spare_ || (step.flags & zygote::kStepInPlace) != 0) return std::nullopt;
   Spare spare = std::move(*spare_);
   spare_.reset();
-  if (zygote::send_message(spare.link.get(), step, fds) != 0) {
+  if (zygote::send_message_now(spare.link.get(), step, fds) != 0) {
     ::syscall(SYS_pidfd_send_signal, spare.pidfd.get(), SIGKILL, nullptr, 0);
     return std::nullopt;  // (dead, or not reading: the holder forks the step's process instead)
   }
@@ -156,11 +157,24 @@ std::optional<HolderLink::Taken> HolderLink::send_step_to_spare(const zygote::St
   return Taken{spare.pid, std::move(spare.pidfd)};
 }
 
+namespace {
+
+bool is_seqpacket_socket(int fd) {
+  int type = 0;
+  socklen_t size = sizeof type;
+  return ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 && type == SOCK_SEQPACKET;
+}
+
+// A pidfd accepts signal 0; any other descriptor is refused (EBADF).
+bool is_pidfd(int fd) { return ::syscall(SYS_pidfd_send_signal, fd, 0, nullptr, 0) == 0; }
+
+}  // namespace
+
 void HolderLink::on_spare(const zygote::HolderSpareMessage& spare, std::vector<sandbox::UniqueFd> fds) {
   spare_known();
   if (spare.pid == 0 && fds.empty()) return;  // the answer to PREPARE of a holder that cannot fork
-  if (fds.size() != 2 || spare.pid < 0) {
-    ++bad_messages_;
+  if (fds.size() != 2 || spare.pid < 0 || !is_seqpacket_socket(fds[0].get()) || !is_pidfd(fds[1].get())) {
+    ++bad_messages_;  // (a process of the session may send anything: only a link and a pidfd do)
     return;
   }
   Spare next{spare.pid, std::move(fds[0]), std::move(fds[1])};
@@ -182,7 +196,7 @@ void HolderLink::drop_spare() {
 
 void HolderLink::prepare() {
   if (gone_ || !socket_.is_open() || spare_ || spare_coming_) return;
-  spare_coming_ = zygote::send_message(socket_.native_handle(), zygote::PrepareMessage{}) == 0;
+  spare_coming_ = zygote::send_message_now(socket_.native_handle(), zygote::PrepareMessage{}) == 0;
 }
 
 void HolderLink::when_spare_known(std::function<void()> then) {

@@ -277,7 +277,21 @@ bool decode(std::span<const std::uint8_t> bytes, Message& out, std::string& erro
   return true;
 }
 
+namespace {
+int send_with(int socket_fd, const Message& message, std::span<const int> fds, int flags);
+}  // namespace
+
 int send_message(int socket_fd, const Message& message, std::span<const int> fds) {
+  return send_with(socket_fd, message, fds, MSG_NOSIGNAL);
+}
+
+int send_message_now(int socket_fd, const Message& message, std::span<const int> fds) {
+  return send_with(socket_fd, message, fds, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+namespace {
+
+int send_with(int socket_fd, const Message& message, std::span<const int> fds, int flags) {
   if (fds.size() > kMaxFdsPerMessage) return EINVAL;
   auto bytes = encode(message);
   iovec iov{bytes.data(), bytes.size()};
@@ -295,11 +309,13 @@ int send_message(int socket_fd, const Message& message, std::span<const int> fds
     std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
   }
   for (;;) {
-    const ssize_t n = ::sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
+    const ssize_t n = ::sendmsg(socket_fd, &msg, flags);
     if (n >= 0) return 0;
     if (errno != EINTR) return errno;
   }
 }
+
+}  // namespace
 
 Received receive_message(int socket_fd) { return receive(socket_fd, MSG_DONTWAIT); }
 

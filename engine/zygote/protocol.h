@@ -190,6 +190,10 @@ bool decode(std::span<const std::uint8_t> bytes, Message& out, std::string& erro
 // Sends one message with `fds` attached (MSG_NOSIGNAL). Returns 0 or an errno value
 // (EAGAIN on a non-blocking socket whose buffer is full).
 int send_message(int socket_fd, const Message& message, std::span<const int> fds = {});
+// The same, never waiting (MSG_DONTWAIT), whatever the socket's own flags: for a socket whose
+// other end runs a script's code (a session's processes), which may stop reading it, or hand
+// the server a socket whose flags it controls. EAGAIN when its buffer is full.
+int send_message_now(int socket_fd, const Message& message, std::span<const int> fds = {});
 
 struct Received {
   enum class Status { message, eof, would_block, error } status = Status::error;

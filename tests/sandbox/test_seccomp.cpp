@@ -114,6 +114,13 @@ std::vector<DenyCase> deny_cases() {
          }
          return errno;
        }},
+      {"clone(CLONE_PARENT)", EPERM,
+       [] {
+         // Outside the filter it works: the child, a sibling, exits at once (its parent reaps it).
+         const long r = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+         if (r == 0) _exit(0);
+         return r > 0 ? 0 : errno;
+       }},
       {"clone3", ENOSYS,
        [] {
          struct {

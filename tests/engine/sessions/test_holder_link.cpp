@@ -194,6 +194,40 @@ TEST_CASE("a holder's spare takes the next step straight from the server", "[ses
     CHECK_FALSE(spare.alive());
     CHECK_FALSE(link->has_spare());
   }
+  SECTION("a forged spare (a process of the session may send anything) is refused") {
+    // Its "pidfd" a socket whose peer the server would then hold, so that nothing ever drains
+    // the "link": a step sent there blocked the server for good. Only a SEQPACKET link and a
+    // pidfd make a spare.
+    auto [x, y] = socket_pair();
+    const int forged[] = {x.get(), y.get()};
+    holder.send(z::HolderSpareMessage{spare.pid, 0}, forged);
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    UniqueFd a(p[0]), b(p[1]);
+    const int pipe_as_link[] = {a.get(), spare.pidfd.get()};
+    holder.send(z::HolderSpareMessage{spare.pid, 0}, pipe_as_link);
+    run_until(io, [] { return false; });
+    CHECK_FALSE(link->has_spare());
+    // The real one is taken.
+    l.hand_spare(spare, spare_link_server);
+    run_until(io, [&] { return link->has_spare(); });
+    CHECK(link->has_spare());
+  }
+  SECTION("a step is not waited for: a spare that does not read fails it, the server goes on") {
+    l.hand_spare(spare, spare_link_server);
+    run_until(io, [&] { return link->has_spare(); });
+    REQUIRE(link->has_spare());
+    // The spare's end of its link is full: nothing reads it. And the link blocks again: the
+    // file description is shared, so whoever else holds it can clear O_NONBLOCK.
+    while (z::send_message_now(spare_link_server.get(), z::PrepareMessage{}) == 0) {
+    }
+    REQUIRE(::fcntl(spare_link_server.get(), F_SETFL, 0) == 0);
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    UniqueFd a(p[0]), b(p[1]);
+    const int step_fds[] = {a.get(), b.get(), a.get(), b.get(), a.get()};
+    CHECK_FALSE(link->send_step_to_spare(z::StepMessage{43, 5, 0, 0}, step_fds));
+  }
   SECTION("a spare let go of is killed") {
     l.hand_spare(spare, spare_link_server);
     run_until(io, [&] { return link->has_spare(); });

@@ -281,3 +281,22 @@ TEST_CASE("messages and fds cross a SEQPACKET socketpair", "[zygote-protocol]") 
     CHECK(z::send_message(a.get(), z::StartedMessage{1, 1}) == EPIPE);
   }
 }
+
+TEST_CASE("send_message_now never waits, whatever the socket's flags: a full buffer is EAGAIN",
+          "[zygote-protocol]") {
+  // A session's process may stop reading its socket, or hand the server one whose O_NONBLOCK
+  // it clears from its own copy: the server's event loop must not block on it.
+  auto [ours, theirs] = seqpacket_pair();
+  REQUIRE((::fcntl(ours.get(), F_GETFL) & O_NONBLOCK) == 0);  // a blocking socket
+  int err = 0;
+  int sent = 0;
+  for (; sent < 100000; ++sent) {
+    err = z::send_message_now(ours.get(), z::PrepareMessage{});
+    if (err != 0) break;
+  }
+  CHECK(err == EAGAIN);
+  CHECK(sent > 0);
+  // Once read, it sends again.
+  REQUIRE(z::receive_message(theirs.get()).status == z::Received::Status::message);
+  CHECK(z::send_message_now(ours.get(), z::PrepareMessage{}) == 0);
+}
