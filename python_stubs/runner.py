@@ -783,8 +783,8 @@ def _mpes_bound(data, limit):
 
 def _mpes_shown_error(e):
     # "Type: message" of an exception the script's code raised, for a note: its type's name and
-    # its str() are the script's code too (either may raise), and the text is escaped so that it
-    # cannot add lines of its own to the result.
+    # its str() are the script's code too (either may raise), and the text is escaped as a file
+    # name is (_mpes_shown), so that it cannot add lines of its own to the result.
     try:
         name = type(e).__name__
         name = name if type(name) is str else "an exception"
@@ -796,7 +796,7 @@ def _mpes_shown_error(e):
     except BaseException:
         message = "<str() failed>"
     text = f"{name}: {message}" if message else name
-    return text[:1000].encode("unicode_escape", "backslashreplace").decode("ascii")
+    return _mpes_shown(text[:1000])  # (files.py: escaped as file names are)
 
 
 def _mpes_send_value():

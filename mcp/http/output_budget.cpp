@@ -51,6 +51,16 @@ void OutputBudget::remove(const std::string& client, std::size_t bytes) {
   if (it->second == 0) unsent_.erase(it);
 }
 
+std::function<void(std::ptrdiff_t)> OutputBudget::charger(std::shared_ptr<OutputBudget> budget, std::string client) {
+  return [budget = std::move(budget), client = std::move(client)](std::ptrdiff_t bytes) {
+    if (bytes > 0) {
+      budget->add(client, static_cast<std::size_t>(bytes));
+    } else {
+      budget->remove(client, static_cast<std::size_t>(-bytes));
+    }
+  };
+}
+
 std::size_t OutputBudget::unsent(const std::string& client) const {
   const auto it = unsent_.find(client);
   return it == unsent_.end() ? 0 : it->second;

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -49,6 +51,9 @@ class OutputBudget {
   void add(const std::string& client, std::size_t bytes);
   void remove(const std::string& client, std::size_t bytes);
   std::size_t unsent(const std::string& client) const;
+  // Told of each change (+/- bytes) of what `client` holds unsent: a session's event streams
+  // kept for replay, its batches' replies (the function keeps `budget` alive).
+  static std::function<void(std::ptrdiff_t)> charger(std::shared_ptr<OutputBudget> budget, std::string client);
   std::size_t total() const { return total_; }
   const OutputLimits& limits() const { return limits_; }
   std::optional<OutputRefusal> refuse_call(const std::string& client) const {

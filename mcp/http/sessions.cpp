@@ -226,13 +226,7 @@ void Sessions::initialize(const Request& request, const json& message, Accepts,
   auto session = std::make_shared<HttpSession>(state.tools, options, new_session_id());
   if (state.budget) {
     const std::string client = OutputBudget::session_client(session->id);
-    session->legacy.set_batch_held([budget = state.budget, client](std::ptrdiff_t bytes) {
-      if (bytes > 0) {
-        budget->add(client, static_cast<std::size_t>(bytes));
-      } else {
-        budget->remove(client, static_cast<std::size_t>(-bytes));
-      }
-    });
+    session->legacy.set_batch_held(OutputBudget::charger(state.budget, client));
     session->legacy.set_client_bytes([budget = std::weak_ptr<OutputBudget>(state.budget), client] {
       const auto b = budget.lock();
       return b ? b->unsent(client) : std::size_t{0};
@@ -310,13 +304,7 @@ void Sessions::post(const Request& request, const json& message, Accepts accepts
     if (!s || !owner) return std::shared_ptr<ResumableStream>();  // the session ended meanwhile
     ResumableStream::HeldFn held;
     if (s->budget) {
-      held = [budget = s->budget, client = OutputBudget::session_client(owner->id)](std::ptrdiff_t bytes) {
-        if (bytes > 0) {
-          budget->add(client, static_cast<std::size_t>(bytes));
-        } else {
-          budget->remove(client, static_cast<std::size_t>(-bytes));
-        }
-      };
+      held = OutputBudget::charger(s->budget, OutputBudget::session_client(owner->id));
     }
     auto stream = std::make_shared<ResumableStream>(s->io, std::to_string(owner->next_stream++), std::move(held));
     owner->streams.emplace(stream->id(), stream);
