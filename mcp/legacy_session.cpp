@@ -413,6 +413,8 @@ void LegacySession::set_batch_held(std::function<void(std::ptrdiff_t)> held) {
   state_->batch_held = std::move(held);
 }
 
+std::size_t LegacySession::batch_bytes() const { return state_->batch_bytes; }
+
 void LegacySession::set_client_bytes(std::function<std::size_t()> unread) {
   state_->client_bytes = std::move(unread);
 }

@@ -52,6 +52,8 @@ class LegacySession {
   // Told each change of the bytes this session's batches hold (a reply in: +, a batch sent: -),
   // so that its owner counts them as replies waiting for the client.
   void set_batch_held(std::function<void(std::ptrdiff_t)> held);
+  // The replies its batches hold until their last call ends (serialized bytes).
+  std::size_t batch_bytes() const;
   // The bytes of the client's replies not read yet, what its batches hold included: a batch's
   // calls start only within batch_max_bytes of it. Unset: what the batches hold.
   void set_client_bytes(std::function<std::size_t()> unread);

@@ -89,11 +89,11 @@ class StdioIntake {
         framer_([this](std::string_view line) { take(line); },
                 [this](const OversizeLine& line) { session_.handle_oversize(line); }) {
     session_.set_reply_bound(reply_bound_);
+    // A batch answered gives its bytes back: a held message may fit now.
     session_.set_batch_held([this](std::ptrdiff_t bytes) {
-      batch_bytes_ = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(batch_bytes_) + bytes);
       if (bytes < 0) poke_later();
     });
-    session_.set_client_bytes([this] { return transport_.queued_bytes() + batch_bytes_; });
+    session_.set_client_bytes([this] { return transport_.queued_bytes() + session_.batch_bytes(); });
     // Both run before the state they change is visible (a call's response is sent after it
     // leaves the table): look again once they are done.
     session_.set_on_call_ended([this] { poke_later(); });
@@ -122,7 +122,7 @@ class StdioIntake {
 
  private:
   IntakeLoad load() const {
-    return IntakeLoad{transport_.queued_bytes() + batch_bytes_, session_.reserved_bytes(),
+    return IntakeLoad{transport_.queued_bytes() + session_.batch_bytes(), session_.reserved_bytes(),
                       session_.calls_in_flight()};
   }
   bool room_for(std::size_t calls, std::size_t line_bytes) const {
@@ -179,7 +179,6 @@ class StdioIntake {
   Session& session_;
   IntakeLimits limits_;
   std::size_t reply_bound_;
-  std::size_t batch_bytes_ = 0;  // replies batches hold until their last call ends
   LineFramer framer_;
   struct Held {  // a message that waits for room, parsed once
     std::optional<nlohmann::json> parsed;

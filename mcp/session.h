@@ -56,6 +56,8 @@ class Session {
   std::size_t reserved_bytes() const;
   // Told each change of the bytes held by batches not answered yet (LegacySession).
   void set_batch_held(std::function<void(std::ptrdiff_t)> held) { legacy_.set_batch_held(std::move(held)); }
+  // What its batches hold (LegacySession::batch_bytes).
+  std::size_t batch_bytes() const { return legacy_.batch_bytes(); }
   // The client's replies not read yet (LegacySession::set_client_bytes).
   void set_client_bytes(std::function<std::size_t()> unread) { legacy_.set_client_bytes(std::move(unread)); }
   // Runs `hook` each time a call ends, before its response is handed to the sink.
