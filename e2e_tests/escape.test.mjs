@@ -596,6 +596,47 @@ report(fds=len(fds), errno=err)
     await assertHealthy(client);
   });
 
+  // Every run maps to one host uid, whose inotify instances (128 by default) the kernel counts
+  // across user namespaces: two sessions holding all they can get must leave a later run its own.
+  test('sessions holding every inotify instance they can get leave other runs theirs', async () => {
+    const grab = `
+held = globals().setdefault('held', [])
+libc.inotify_init1.restype = ctypes.c_int
+while len(held) < 1000:
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        break
+    held.append(fd)
+report(held=len(held), errno=ctypes.get_errno(), share=int(open('/proc/sys/user/max_inotify_instances').read()))
+`;
+    const control = await outside(grab.replace('1000', '20'));
+    assert.equal(control.held, 20, 'control: 20 inotify instances outside');
+    const sessions = [];
+    try {
+      for (let i = 0; i < 2; i += 1) {
+        const created = await client.callTool({ name: 'create_session', arguments: {} });
+        assert.notEqual(created.isError, true, textOf(created));
+        sessions.push(created.structuredContent.session_id);
+      }
+      const shares = [];
+      for (const id of sessions) {
+        const r = await client.callTool({ name: 'execute_python', arguments: { script: PRELUDE + grab, session_id: id } });
+        const p = parseProbe(r.structuredContent?.stdout);
+        assert.ok(p, textOf(r));
+        assert.equal(p.errno, 24, `the session's inotify_init1 ended with EMFILE: ${textOf(r)}`);
+        assert.equal(p.held, p.share, `a session holds its share, no more: ${textOf(r)}`);
+        assert.ok(p.share >= 1 && p.share < 64, `a share is a part of the host user's pool: ${p.share}`);
+        shares.push(p.share);
+      }
+      // Meanwhile, a run gets its whole share too.
+      const { probe: p } = await inside(client, grab);
+      assert.equal(p.held, shares[0], `a run beside the sessions holds its share: ${JSON.stringify(p)}`);
+    } finally {
+      for (const id of sessions) await client.callTool({ name: 'close_session', arguments: { session_id: id } });
+    }
+    await assertHealthy(client);
+  });
+
   // The runner's end record lets the server answer a clean exit before the run's process is torn
   // down, and the server then kills what is left. A script can write that record itself and
   // go on: it is answered as if it had exited 0 (what it could have done) and stopped there.

@@ -113,6 +113,16 @@ Core::Core(asio::io_context& io, EngineConfig config)
   }
   // The zygotes probe again where they make the runs (a container's seccomp profile may differ)
   // and warn when they cannot scope them.
+  if (config_.policy.backend != sandbox::Backend::none) {
+    // Every run maps to one host uid: the kernel's per-user quotas are shared out between them.
+    const sandbox::UserQuotaPools pools = sandbox::read_user_quota_pools();
+    const unsigned sandboxes = max_concurrent_runs(config_) + config_.max_sessions;
+    user_quotas_ = sandbox::share_user_quotas(pools, sandboxes);
+    user_quotas_description_ = sandbox::describe_user_quotas(user_quotas_, pools, sandboxes);
+    spdlog::info("per-user quotas: {}", user_quotas_description_);
+  } else {
+    user_quotas_description_ = "none (unsandboxed: runs share the server's user)";
+  }
   run_scoping_ = sandbox::plan_run_scoping(config_.policy.backend != sandbox::Backend::none, sandbox::probe_landlock());
   if (config_.policy.backend != sandbox::Backend::none) {
     if (run_scoping_.applied()) {
@@ -410,7 +420,7 @@ void Core::find_interpreter(std::optional<std::string> version, Engine::Interpre
 void Core::environment_report(std::function<void(EnvironmentReport)> done) {
   auto build = [this, done = std::move(done)] {
     EnvironmentParts parts{config_, catalog_, pool_, scheduler_, startup_.cgroups(), probe_, docker_.get(),
-                           run_network_, run_scoping_};
+                           run_network_, run_scoping_, user_quotas_description_};
     EnvironmentReport report = describe_environment(parts);
     environments().report([report = std::move(report), done, warm = config_.warm_cache](EnvironmentsStatus status) mutable {
       if (!warm) status.cache_warming = "disabled (--no-warm-cache)";

@@ -36,6 +36,7 @@
 #include "engine/startup.h"
 #include "sandbox/landlock.h"
 #include "sandbox/probe.h"
+#include "sandbox/user_quotas.h"
 #include "engine/pool/docker_host.h"
 
 namespace engine {
@@ -132,6 +133,8 @@ class Core : public std::enable_shared_from_this<Core> {
   EngineConfig config_;
   RunNetwork run_network_;  // how runs reach the network with --network on (decided once)
   sandbox::RunScoping run_scoping_;  // whether each run is a Landlock domain (probed once)
+  sandbox::UserQuotas user_quotas_;  // each sandbox's share of the host user's quotas (decided once)
+  std::string user_quotas_description_;
   asio::thread_pool worker_{1};
   asio::thread_pool cgroup_worker_{1};
   asio::thread_pool network_worker_{1};  // links each spare's network (--network on, per run)
@@ -171,6 +174,7 @@ struct EnvironmentParts {
   const DockerBackend* docker;
   const RunNetwork& network;
   const sandbox::RunScoping& scoping;
+  const std::string& user_quotas;
 };
 // Everything but `environments` (which the environments' own worker reports).
 EnvironmentReport describe_environment(const EnvironmentParts& parts);

@@ -159,6 +159,7 @@ std::shared_ptr<ZygoteProcess> Core::zygote_for(const Interpreter& interpreter, 
   launch.max_images = config_.max_images;
   launch.rlimit_fallbacks.memory = !startup_.cgroups().limits_memory();
   launch.rlimit_fallbacks.processes = !startup_.cgroups().limits_processes();
+  launch.user_quotas = user_quotas_;
   if (run_network_.user_mode) {
     launch.pasta_path = run_network_.pasta;
     launch.network_agent_path = config_.network_agent_path;

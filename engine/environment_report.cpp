@@ -14,6 +14,7 @@ EnvironmentReport describe_environment(const EnvironmentParts& parts) {
   report.network = config.policy.network;
   report.network_isolation = parts.network.description;
   report.run_scoping = parts.scoping.description;
+  report.user_quotas = parts.user_quotas;
   const auto& default_interpreter = parts.catalog.default_interpreter();
   report.execution_path =
       default_interpreter && !default_interpreter->shared() ? "spawn (static interpreter)" : "zygote";

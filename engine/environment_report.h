@@ -59,6 +59,7 @@ struct EnvironmentReport {
   bool network = true;
   std::string network_isolation;  // what --network on really gives (engine::plan_run_network)
   std::string run_scoping;  // whether each run is a Landlock domain of its own (sandbox/landlock.h)
+  std::string user_quotas;  // each sandbox's share of the host user's kernel quotas (sandbox/user_quotas.h)
   std::string execution_path;   // "zygote" or "spawn (static interpreter)"
   std::string sandbox_status;   // "ready", "unavailable: ...", "disabled ..."; "" = unknown
   unsigned max_concurrent_runs = 0;

@@ -14,6 +14,7 @@
 #include "sandbox/landlock.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/setup_error.h"
+#include "sandbox/user_quotas.h"
 
 namespace sandbox {
 namespace {
@@ -32,6 +33,8 @@ void prepare_run_namespace(const ChildSpec& spec) {
   plan.owner_uid = kRunUid;
   plan.owner_gid = kRunGid;
   setup_run_mounts(plan);
+  apply_user_quotas(spec.user_quotas);
+  seal_run_proc();
 }
 
 void prepare_run_process(const ChildSpec& spec) {

@@ -1,5 +1,6 @@
 // The one place that applies the per-run sandbox layers, in this order:
 //   user namespace maps -> loopback -> mounts       (prepare_run_namespace, in the run's init)
+//     -> per-user quotas -> /proc/sys sealed
 //   identity (session, caps, no_new_privs)          (prepare_run_process, in the script's
 //     -> landlock scoping (a domain of its own)      process, before its run arrives)
 //     -> seccomp
@@ -24,6 +25,7 @@
 #include "sandbox/policy.h"
 #include "sandbox/rlimits.h"
 #include "sandbox/seccomp_filter.h"
+#include "sandbox/user_quotas.h"
 
 namespace sandbox {
 
@@ -36,6 +38,7 @@ struct ChildSpec {
   RunMountPlan mounts;
   Limits limits;
   RlimitFallbacks rlimit_fallbacks;
+  UserQuotas user_quotas;  // the run's share of the host user's kernel quotas (user_quotas.h)
   unsigned timeout_seconds = 30;
   const SeccompProgram* seccomp = nullptr;  // compiled once in the zygote
   std::uint64_t landlock_scoped = 0;        // sandbox/landlock.h: the zygote's plan_run_scoping

@@ -60,10 +60,13 @@ void setup_run_mounts(const RunMountPlan& plan) {
   }
   // A /proc of the run's own pid namespace: it shows only the run's processes.
   mount_or_fail("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount /proc");
+  if (::chdir(plan.work_dir.c_str()) != 0) fail("chdir " + plan.work_dir, errno);
+}
+
+void seal_run_proc() {
   for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) {
     make_read_only(p);
   }
-  if (::chdir(plan.work_dir.c_str()) != 0) fail("chdir " + plan.work_dir, errno);
 }
 
 }  // namespace sandbox

@@ -24,6 +24,9 @@ struct RunMountPlan {
 // init right after its user namespace maps). Leaves the caller in the work dir. Throws SetupError
 // naming the mount that failed.
 void setup_run_mounts(const RunMountPlan& plan);
+// Then, once the init has written what it sets through the run's /proc/sys (user_quotas.h):
+// /proc/sys, sysrq-trigger, irq and bus made read-only, for good. Throws SetupError.
+void seal_run_proc();
 
 // "size=...,nr_inodes=...": the tmpfs caps for a byte budget.
 std::string tmpfs_size_options(std::uint64_t bytes);

@@ -27,6 +27,7 @@
 #include "sandbox/rlimits.h"
 #include "sandbox/unique_fd.h"
 #include "sandbox/user_network.h"
+#include "sandbox/user_quotas.h"
 
 namespace engine {
 
@@ -59,6 +60,7 @@ struct ZygoteLaunch {
   // and its site dir put first on sys.path.
   std::string env_root;
   sandbox::RlimitFallbacks rlimit_fallbacks;
+  sandbox::UserQuotas user_quotas;  // each run's share of the host user's quotas (sandbox/user_quotas.h)
   // What a run's result channel may carry (engine/execution/result_channel.h): the runner bounds to these.
   std::size_t max_value_bytes = 102400;
   unsigned max_images = 4;

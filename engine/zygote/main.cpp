@@ -93,6 +93,7 @@ struct Options {
   bool routed = false;  // --network routed: network on, a namespace per run linked by the server
   sandbox::Limits limits;
   sandbox::RlimitFallbacks fallbacks;
+  sandbox::UserQuotas user_quotas;
   unsigned spares = 2;  // run children prepared ahead of their runs
   bool direct_spares = false;  // spares are announced to the server, which hands runs to them
   std::uint64_t max_value_bytes = 102400;  // the runner's bound on a value's repr and JSON
@@ -136,7 +137,7 @@ void log(const std::string& text) {
       "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--max-value-bytes N] [--max-images N] [--backend native|docker|none] [--network on|off|routed] "
       "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
       "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
-      "[--connect SOCKET] [--work-root DIR] (control socket on fd 3, or connected to SOCKET; started by mcp-python-exec-sandbox)");
+      "[--inotify-instances N] [--inotify-watches N] [--connect SOCKET] [--work-root DIR] (control socket on fd 3, or connected to SOCKET; started by mcp-python-exec-sandbox)");
   std::exit(2);
 }
 
@@ -180,6 +181,8 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--open-files") o.limits.open_files = static_cast<std::uint32_t>(number(flag, value));
     else if (flag == "--rlimit-memory") o.fallbacks.memory = value != "0";
     else if (flag == "--rlimit-processes") o.fallbacks.processes = value != "0";
+    else if (flag == "--inotify-instances") o.user_quotas.inotify_instances = number(flag, value);
+    else if (flag == "--inotify-watches") o.user_quotas.inotify_watches = number(flag, value);
     else if (flag == "--connect") o.connect = value;
     else if (flag == "--work-root") o.work_root = value;
     else if (flag == "--direct-spares") o.direct_spares = value != "0";
@@ -488,6 +491,7 @@ int Zygote::start() {
   base_spec_.mounts.tmpfs_bytes = options_.limits.tmpfs_bytes;
   base_spec_.limits = options_.limits;
   base_spec_.rlimit_fallbacks = options_.fallbacks;
+  base_spec_.user_quotas = options_.user_quotas;
   base_spec_.seccomp = seccomp_ ? &*seccomp_ : nullptr;
   // Probed here, where the runs are made (in a container: under its seccomp profile). The
   // server reports its own probe; a zygote that cannot scope its runs says so in its warnings.

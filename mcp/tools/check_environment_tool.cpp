@@ -127,6 +127,7 @@ json report_json(const engine::EnvironmentReport& r) {
   report["network"] = r.network ? "on" : "off";
   report["network_isolation"] = r.network_isolation;
   report["run_scoping"] = r.run_scoping;
+  report["user_quotas"] = r.user_quotas;
   report["execution_path"] = r.execution_path;
   report["max_concurrent_runs"] = r.max_concurrent_runs;
   report["runs_in_flight"] = r.runs_in_flight;

@@ -1,0 +1,77 @@
+#include "sandbox/user_quotas.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <string>
+
+#include "sandbox/read_file.h"
+#include "sandbox/setup_error.h"
+#include "sandbox/unique_fd.h"
+
+namespace sandbox {
+namespace {
+
+std::optional<std::uint64_t> read_number(const char* path) {
+  const auto text = read_file(path, 64);
+  if (!text) return std::nullopt;
+  std::uint64_t value = 0;
+  const char* end = text->data() + text->size();
+  const auto [ptr, ec] = std::from_chars(text->data(), end, value);
+  if (ec != std::errc() || ptr == text->data()) return std::nullopt;
+  return value;
+}
+
+std::optional<std::uint64_t> smaller(std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
+  if (a && b) return std::min(*a, *b);
+  return a ? a : b;
+}
+
+std::uint64_t share(std::optional<std::uint64_t> pool, unsigned sandboxes) {
+  if (!pool || *pool == 0) return 0;
+  return std::max<std::uint64_t>(1, *pool / 2 / std::max(1u, sandboxes));
+}
+
+void write_quota(const char* path, std::uint64_t value) {
+  if (value == 0) return;
+  UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
+  if (!fd && errno == ENOENT) return;
+  const std::string text = std::to_string(value);
+  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    throw SetupError(std::string("sandbox: set the run's ") + path + ": " + std::strerror(errno));
+  }
+}
+
+}  // namespace
+
+UserQuotaPools read_user_quota_pools() {
+  return {smaller(read_number("/proc/sys/fs/inotify/max_user_instances"),
+                  read_number("/proc/sys/user/max_inotify_instances")),
+          smaller(read_number("/proc/sys/fs/inotify/max_user_watches"),
+                  read_number("/proc/sys/user/max_inotify_watches"))};
+}
+
+UserQuotas share_user_quotas(const UserQuotaPools& pools, unsigned sandboxes) {
+  return {share(pools.inotify_instances, sandboxes), share(pools.inotify_watches, sandboxes)};
+}
+
+std::string describe_user_quotas(const UserQuotas& quotas, const UserQuotaPools& pools, unsigned sandboxes) {
+  auto part = [](std::uint64_t mine, std::optional<std::uint64_t> pool, const char* what) {
+    if (mine == 0) return std::string(what) + ": the kernel's limit (the pool is unknown)";
+    return std::to_string(mine) + " " + what + " (of the host user's " + std::to_string(*pool) + ")";
+  };
+  return "each run and session may hold " + part(quotas.inotify_instances, pools.inotify_instances, "inotify instances") +
+         " and " + part(quotas.inotify_watches, pools.inotify_watches, "inotify watches") + ": half of each pool shared by " +
+         std::to_string(sandboxes) + " sandboxes at once (runs in flight and sessions)";
+}
+
+void apply_user_quotas(const UserQuotas& quotas) {
+  write_quota("/proc/sys/user/max_inotify_instances", quotas.inotify_instances);
+  write_quota("/proc/sys/user/max_inotify_watches", quotas.inotify_watches);
+}
+
+}  // namespace sandbox
