@@ -108,12 +108,13 @@ RunResult decide_outcome(RunEvidence evidence) {
     result.exit_code = -1;
     result.end_reason = EndReason::sandbox_error;
   }
-  // Without a writable cgroup the memory limit is RLIMIT_DATA, which bounds each process alone:
-  // every result says so, since the tool's description cannot know the host.
+  // Without a writable cgroup the memory limit is RLIMIT_DATA, which bounds each process's
+  // private memory alone: every result says so, since the tool's description cannot know the host.
   if (!result.service_error && per_process_memory) {
     result.notes.push_back("the memory limit (" + std::to_string(evidence.memory_limit_bytes >> 20) +
-                           " MiB) is per process: this host gives the server no writable cgroup, "
-                           "so the run's processes together may use more");
+                           " MiB) is per process and counts only its private memory: this host gives the "
+                           "server no writable cgroup, so the run's processes together, and shared memory "
+                           "(mmap.mmap(-1, n), memfd, SysV segments), may use more");
   }
   return result;
 }

@@ -39,7 +39,7 @@ std::string execute_python_description(const engine::EngineConfig& config) {
   if (sandboxed) {
     text += "; memory " + std::to_string(limits.memory_bytes >> 20) +
             " MiB for the whole run where the host gives the server a writable cgroup, else per "
-            "process (each result's notes then say so); " +
+            "process, private memory only (each result's notes then say so); " +
             std::to_string(limits.max_processes) + " processes";
   }
   text +=

@@ -166,7 +166,8 @@ TEST_CASE("outcome: without a cgroup counting memory, every result notes the lim
   e.memory_counted = false;
   auto r = engine::decide_outcome(e);
   REQUIRE(r.notes.size() == 1);
-  CHECK(r.notes[0].find("512 MiB) is per process") != std::string::npos);
+  CHECK(r.notes[0].find("512 MiB) is per process and counts only its private memory") != std::string::npos);
+  CHECK(r.notes[0].find("mmap.mmap(-1, n)") != std::string::npos);
   // Also a timeout and a failed install; not a service error, nor an unsandboxed run.
   auto t = ran(exited_status(0));
   t.memory_limit_bytes = 512ull << 20;
