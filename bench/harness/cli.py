@@ -449,10 +449,9 @@ def _floor_failed(series: fl.FloorSeries, error: Exception, systems: dict) -> No
 
 
 def _cpu_text(r: dict) -> str:
-    cpu, faults = r.get("cpu_ms_per_run"), r.get("page_faults_per_run")
-    if cpu is None:
+    if r.get("cpu_ms_per_run") is None:
         return "CPU per run unknown"
-    return f"{cpu:.2f} ms CPU and {faults:.0f} page faults per run"
+    return f"{report.floor_cpu_text(r)}, and {r.get('page_faults_per_run'):.0f} page faults per run"
 
 
 def _measure_docker_backend(server_path: str, server_args: list[str], log_dir: str, plan: Plan,

@@ -6,7 +6,8 @@ that a process that ended is counted once, in its parent); the rest is what else
 the network agent, pasta, bubblewrap and the kernel's own work (teardown of namespaces and
 cgroups). Taken before and after a batch, it says per call how much of a throughput target's CPU
 budget each part spends. Other load on the machine counts in the rest too: read it on an idle
-machine.
+machine. The floor's CPU per run (harness/floor.py) is read the same way, around its batches, so
+that the two are compared like for like.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class Snapshot:
     zygotes_s: float = 0.0     # the zygote processes with the children they reaped
 
 
-def _machine_busy_s() -> float:
+def machine_busy_s() -> float:
+    """Every CPU's busy time since boot, in seconds (the floor's batches are read with it too)."""
     with open("/proc/stat") as stat:
         f = [int(x) for x in stat.readline().split()[1:]]
     # user, nice, system, irq, softirq (guest time is in user already; idle, iowait and the
@@ -60,10 +62,15 @@ def _zygotes_s(server_pid: int) -> float:
     return total / _TICK
 
 
-def snapshot(server_pid: int) -> Snapshot:
+def own_s() -> float:
+    """This process's CPU time (user + system), in seconds."""
     me = resource.getrusage(resource.RUSAGE_SELF)
-    return Snapshot(_machine_busy_s(), me.ru_utime + me.ru_stime, _process_s(server_pid),
-                    _zygotes_s(server_pid))
+    return me.ru_utime + me.ru_stime
+
+
+def snapshot(server_pid: int) -> Snapshot:
+    client = own_s()
+    return Snapshot(machine_busy_s(), client, _process_s(server_pid), _zygotes_s(server_pid))
 
 
 def per_call(before: Snapshot, after: Snapshot, calls: int) -> Optional[dict]:

@@ -9,7 +9,9 @@ tenfold can be compared; `--page-touch` says what memory costs here.
 
 One long-lived floor process per workload takes batches of runs on request (a line "N" on its
 stdin, one JSON line back), so that the floor is measured in slices between the server's and the
-baselines' calls, under the same load.
+baselines' calls, under the same load. Its CPU per run is the whole machine's busy time over those
+slices, as the server's CPU per call is read (harness/cpu_use.py), with the floor's processes' own
+(getrusage) beside it: see cpu_per_run.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
+from harness import cpu_use
 from harness.stats import summarize_ns
 from harness.workloads import PANDAS
 
@@ -156,11 +159,41 @@ class FloorProcess:
         self.log.close()
 
 
+def cpu_per_run(runs: int, own_us: float, machine_s: Optional[float], harness_s: float = 0.0,
+                wall_s: Optional[float] = None, cores: Optional[int] = None) -> dict:
+    """The floor's CPU per run, in ms, from the counters of its measured batches: `own_us`, the
+    floor process's and its reaped runs' (getrusage, in the floor's answers); `machine_s`, every
+    CPU's busy time while the batches ran (cpu_use.machine_busy_s, as the server's CPU per call is
+    read), of which `harness_s` was the harness's own (it only waits for the answer); `wall_s`, how
+    long they ran, on `cores` CPUs.
+
+    The machine-wide figure is the one used, as the server's is: it holds what the runs cost
+    outside the floor's processes too, chiefly the kernel's workers tearing their namespaces down,
+    which getrusage never sees. It can only be below the floor's own through noise (/proc/stat
+    counts in ticks): then the floor's own is used, and `cpu_from` says so. Other load on the
+    machine counts in it too; `machine_busy_share`, how busy the CPUs were while the batches ran,
+    tells it (on an idle machine one run at a time leaves much of them idle)."""
+    if runs <= 0:
+        return {"cpu_ms_per_run": None, "own_cpu_ms_per_run": None, "machine_cpu_ms_per_run": None,
+                "cpu_from": None, "machine_busy_share": None}
+    own = own_us / 1e3 / runs
+    machine = None if machine_s is None else max(0.0, machine_s - harness_s) * 1e3 / runs
+    from_machine = machine is not None and machine >= own
+    share = machine_s / (wall_s * cores) if machine_s is not None and wall_s and cores else None
+    return {"cpu_ms_per_run": machine if from_machine else own, "own_cpu_ms_per_run": own,
+            "machine_cpu_ms_per_run": machine,
+            "cpu_from": "machine" if from_machine else
+                        ("own: the machine's reading was lower" if machine is not None else
+                         "own: the machine's was not read"),
+            "machine_busy_share": share}
+
+
 class FloorSeries:
     """The floor's runs of one workload, taken in slices like the baselines' (same time budget)."""
 
     def __init__(self, process: FloorProcess, target: int, budget_s: float = math.inf,
-                 min_runs: int = 3, run_timeout: float = 60.0):
+                 min_runs: int = 3, run_timeout: float = 60.0, machine_busy_s=cpu_use.machine_busy_s,
+                 harness_s=cpu_use.own_s):
         self.process = process
         self.target = target
         self.budget_s = budget_s
@@ -172,6 +205,11 @@ class FloorSeries:
         self.runs = 0
         self.cpu_us = 0
         self.minflt = 0
+        # The machine's busy time and the harness's own CPU over the measured batches.
+        self._machine_busy_s, self._harness_s = machine_busy_s, harness_s
+        self.machine_s = 0.0
+        self.harness_s = 0.0
+        self.wall_s = 0.0
         self.cut_short = False
         self._measuring_s = 0.0
 
@@ -190,8 +228,14 @@ class FloorSeries:
             return
         runs = min(runs, self.target - len(self.samples))
         t0 = time.monotonic()
+        m0, h0 = self._machine_busy_s(), self._harness_s()
         b = self.process.batch(runs, self.run_timeout * runs)
-        self._measuring_s += time.monotonic() - t0
+        m1, h1 = self._machine_busy_s(), self._harness_s()
+        t1 = time.monotonic()
+        self._measuring_s += t1 - t0
+        self.machine_s += m1 - m0
+        self.harness_s += h1 - h0
+        self.wall_s += t1 - t0
         self.add(b)
 
     def add(self, b: dict) -> None:
@@ -207,8 +251,10 @@ class FloorSeries:
         return {"latency_ms": summarize_ns(self.samples), "samples_ms": [s / 1e6 for s in self.samples],
                 "errors": self.errors, "first_error": self.first_error,
                 "cut_short_by_budget": self.cut_short, "runs": self.runs,
-                # This process and the children it reaped, per run: what the cores must spend.
-                "cpu_ms_per_run": self.cpu_us / 1e3 / self.runs if self.runs else None,
+                # What the cores must spend per run: the machine's busy time over the batches
+                # (cpu_ms_per_run), with the floor's processes' own beside it.
+                **cpu_per_run(self.runs, self.cpu_us, self.machine_s, self.harness_s, self.wall_s,
+                              os.cpu_count()),
                 "page_faults_per_run": self.minflt / self.runs if self.runs else None,
                 "python_version": self.process.python_version,
                 "own_network": self.process.own_network}

@@ -4,6 +4,7 @@ import stat
 import tempfile
 import unittest
 
+from harness import cpu_use
 from harness import floor as fl
 from harness import report
 
@@ -60,14 +61,23 @@ class FloorProtocolTest(unittest.TestCase):
         proc = self._start("ok")
         self.addCleanup(proc.close)
         self.assertEqual(proc.python_version, "3.11.2")
-        series = fl.FloorSeries(proc, target=5)
+        # The machine's busy time and the harness's own CPU, read before and after each measured
+        # batch (not the warm-up): 10 ms of the machine's over the 5 runs, 0.5 ms of it the harness's.
+        machine = iter([10.0, 10.006, 10.006, 10.010])
+        harness = iter([1.0, 1.0005, 1.0005, 1.0005])
+        series = fl.FloorSeries(proc, target=5, machine_busy_s=lambda: next(machine),
+                                harness_s=lambda: next(harness))
         series.warm(2)
         series.measure(3)
         series.measure(3)  # only 2 are still wanted
         r = series.result()
         self.assertEqual(r["latency_ms"]["n"], 5)
         self.assertEqual(r["runs"], 5)
-        self.assertAlmostEqual(r["cpu_ms_per_run"], 1.5)
+        self.assertAlmostEqual(r["own_cpu_ms_per_run"], 1.5)
+        self.assertAlmostEqual(r["machine_cpu_ms_per_run"], 1.9)
+        self.assertAlmostEqual(r["cpu_ms_per_run"], 1.9)
+        self.assertEqual(r["cpu_from"], "machine")
+        self.assertGreater(r["machine_busy_share"], 0)
         self.assertAlmostEqual(r["page_faults_per_run"], 102)
         self.assertEqual(r["errors"], 0)
         self.assertTrue(series.done)
@@ -121,6 +131,40 @@ class HelpersTest(unittest.TestCase):
                                          "network": "off"}}}
         self.assertEqual(fl.interpreter_of(env), ("/opt/py/bin/python3.12", "off"))
         self.assertEqual(fl.interpreter_of({"error": "timed out"}), ("/usr/bin/python3", "on"))
+
+    def test_the_floors_cpu_is_read_as_the_servers_is(self):
+        proc = fl.FloorProcess.__new__(fl.FloorProcess)  # never started: only the defaults matter
+        series = fl.FloorSeries(proc, target=1)
+        self.assertIs(series._machine_busy_s, cpu_use.machine_busy_s)
+        self.assertIs(series._harness_s, cpu_use.own_s)
+
+    def test_cpu_per_run_is_the_machines_with_the_floors_own_beside_it(self):
+        # 1000 runs: 1.32 s in the floor's processes (getrusage), 1.605 s of the machine's busy
+        # time while they ran, 5 ms of it the harness's: 1.60 ms per run, 0.28 in kernel workers.
+        c = fl.cpu_per_run(1000, 1_320_000, 1.605, 0.005)
+        self.assertAlmostEqual(c["cpu_ms_per_run"], 1.60)
+        self.assertAlmostEqual(c["machine_cpu_ms_per_run"], 1.60)
+        self.assertAlmostEqual(c["own_cpu_ms_per_run"], 1.32)
+        self.assertEqual(c["cpu_from"], "machine")
+        self.assertIsNone(c["machine_busy_share"])
+        # Over 2 s on 2 CPUs the machine was 40% busy (1.605 s of its 4).
+        self.assertAlmostEqual(fl.cpu_per_run(1000, 1_320_000, 1.605, 0.005, 2.0, 2)["machine_busy_share"],
+                               0.40125)
+        # Equal is possible (no kernel work seen): still the machine's.
+        self.assertEqual(fl.cpu_per_run(10, 15_000, 0.015)["cpu_from"], "machine")
+
+    def test_a_machine_reading_below_the_floors_own_falls_back_to_it(self):
+        # The floor's processes are on the machine: a lower reading is noise (ticks of /proc/stat).
+        c = fl.cpu_per_run(10, 15_000, 0.010)
+        self.assertAlmostEqual(c["cpu_ms_per_run"], 1.5)
+        self.assertAlmostEqual(c["machine_cpu_ms_per_run"], 1.0)
+        self.assertEqual(c["cpu_from"], "own: the machine's reading was lower")
+        # The harness's own share is not the floor's; never below zero.
+        c = fl.cpu_per_run(10, 15_000, 0.001, harness_s=0.002)
+        self.assertEqual((c["machine_cpu_ms_per_run"], c["cpu_ms_per_run"]), (0.0, 1.5))
+        c = fl.cpu_per_run(10, 15_000, None)
+        self.assertEqual((c["cpu_ms_per_run"], c["cpu_from"]), (1.5, "own: the machine's was not read"))
+        self.assertIsNone(fl.cpu_per_run(0, 0, 0.0)["cpu_ms_per_run"])
 
     def test_throughput_allowed_by_the_floors_cpu(self):
         self.assertAlmostEqual(fl.throughput_allowed(2.0, 2), 1000.0)
@@ -210,12 +254,14 @@ def _results(**over):
     seq = {
         "hello": {"title": "print('hello')", "systems": {
             "server": {"latency_ms": _lat(2.6)},
-            "floor": {"latency_ms": _lat(2.0), "cpu_ms_per_run": 4.0, "page_faults_per_run": 180.0,
+            "floor": {"latency_ms": _lat(2.0), **fl.cpu_per_run(10, 33_000, 0.040, wall_s=0.05, cores=2),
+                      "page_faults_per_run": 180.0,
                       "runs": 10, "title": "floor: hello", "python_version": "3.11.2"},
             "bwrap": {"latency_ms": _lat(25.0)}}},
         "pandas": {"title": "numpy + pandas", "systems": {
             "server": {"latency_ms": _lat(9.0)},
-            "floor": {"latency_ms": _lat(6.0), "cpu_ms_per_run": 8.0, "page_faults_per_run": 900.0,
+            "floor": {"latency_ms": _lat(6.0), **fl.cpu_per_run(10, 80_000, 0.070),
+                      "page_faults_per_run": 900.0,
                       "runs": 10, "title": "floor: pandas", "python_version": "3.11.2"},
             "bwrap": {"latency_ms": _lat(500.0)}}},
         "output1mb": {"title": "1 MiB of output", "systems": {
@@ -252,10 +298,11 @@ class FloorReportTest(unittest.TestCase):
         self.assertEqual(t["pandas_floor"]["status"], "MISS")      # 9 / 6 = 1.5
         self.assertEqual(t["output_vs_bwrap"]["status"], "PASS")   # 41 / 20 = 2.05
         self.assertEqual(t["exception_vs_hello"]["status"], "PASS")  # 3 / 2.6 = 1.15
-        # 2 cores / 4 ms = 500 runs/s allowed; 300 is 60%.
+        # 2 cores / 4 ms of machine CPU per floor run (3.3 in its processes) = 500 runs/s
+        # allowed; 300 is 60%.
         self.assertEqual(t["throughput4_floor"]["status"], "MISS")
-        self.assertIn("60%", t["throughput4_floor"]["measured"])
-        self.assertIn("500 runs/s", t["throughput4_floor"]["measured"])
+        self.assertEqual(t["throughput4_floor"]["measured"],
+                         "60% = 300 runs/s ÷ 500 runs/s (2 cores ÷ 4.00 ms machine CPU per floor run)")
         # The server (10) and its zygote (14), not the zygote's spares (7 + 17) nor bwrap (2).
         self.assertEqual(t["idle_rss_40"]["status"], "PASS")
         self.assertEqual(t["idle_rss_40"]["measured"], "24.0 MiB")
@@ -269,6 +316,19 @@ class FloorReportTest(unittest.TestCase):
         t = {x["key"]: x for x in report.evaluate_floor_targets(r)}
         self.assertEqual(t["idle_rss_40"]["status"], "MISS")
         self.assertEqual(t["idle_rss_40"]["measured"], "41.0 MiB")
+
+    def test_the_throughput_target_falls_back_to_the_floors_own_cpu_and_says_so(self):
+        r = _results()
+        # The machine's busy time read 2.5 ms per run, below the floor's processes' 3.3: noise.
+        r["sequential"]["hello"]["systems"]["floor"].update(fl.cpu_per_run(10, 33_000, 0.025))
+        t = {x["key"]: x for x in report.evaluate_floor_targets(r)}
+        self.assertEqual(t["throughput4_floor"]["measured"],
+                         "49% = 300 runs/s ÷ 606 runs/s (2 cores ÷ 3.30 ms floor CPU per run, its "
+                         "processes' own: the machine's reading was lower)")
+        md = report.to_markdown(dict(r, quick=True, started_at="now", iterations={}, baselines=[], targets=[]))
+        self.assertIn("- floor: hello: 3.30 ms of CPU per run in the floor's processes (the machine's busy "
+                      "time read 2.50 ms per run, below that, which only noise can do: the floor's own is "
+                      "used), and 180 page faults per run (10 runs).", md)
 
     def test_targets_without_a_floor_are_not_judged(self):
         r = _results()
@@ -296,8 +356,13 @@ class FloorReportTest(unittest.TestCase):
         self.assertIn("| print('hello') | 2.60 | hello | 2.00 | 1.30× | 25.0 | 9.6× |", md)
         self.assertIn("| numpy + pandas | 9.00 | pandas | 6.00 | 1.50× |", md)
         self.assertIn("| 1 MiB of output | 20.0 | hello | 2.00 | 10.00× | 41.0 | 2.0× |", md)
-        self.assertIn("4.00 ms of CPU and 180 page faults per run", md)
-        self.assertIn("2 cores allow 500 runs/s", md)
+        self.assertIn("- floor: hello: 4.00 ms of machine CPU per run (3.30 ms in the floor's processes, "
+                      "the rest in kernel workers and any other load: the CPUs were 40% busy while its "
+                      "batches ran), and 180 page faults per run (10 runs).", md)
+        self.assertIn("- At the hello floor's CPU per run (4.00 ms machine CPU per floor run), 2 cores "
+                      "allow 500 runs/s; the server: 4 in flight 300 runs/s.", md)
+        self.assertIn("- **MISS** hello throughput, 4 in flight ≥ 70% of what the floor's CPU per run "
+                      "allows on the cores present: 60% = 300 runs/s ÷ 500 runs/s", md)
         self.assertIn("copy-on-write fault after fork 0.90 µs", md)
         self.assertIn("asleep for 20 ms takes 8.0 µs on its waker's CPU, 110.0 µs on another CPU "
                       "(60.0 µs back to back)", md)
