@@ -122,6 +122,13 @@ void Execution::start(Launch launch, const std::string& script, std::uint32_t ti
     fail(std::string("cannot prepare the run: ") + e.what());
     return;
   }
+  // The read ends go to the event loop before the run exists: one it could not watch is not started.
+  for (std::size_t i = 0; i < pipes.size(); ++i) {
+    if (const std::error_code ec = adopt_fd(pipes_[i], pipes[i].first.release())) {
+      fail(watch_failure("the run's output", ec));
+      return;
+    }
+  }
   // Script, stdout, stderr, result channel, [files request], then the cgroup joins.
   std::vector<int> fds = {memfd.get(), pipes[0].second.get(), pipes[1].second.get(), pipes[2].second.get()};
   if (files_fd) fds.push_back(files_fd.get());
@@ -153,8 +160,8 @@ void Execution::start(Launch launch, const std::string& script, std::uint32_t ti
   // The run holds the only write ends now: EOF means the run is done with them.
   for (std::size_t i = 0; i < pipes.size(); ++i) {
     pipes[i].second.reset();
-    pipes_[i].assign(pipes[i].first.release());
-    pipes_[i].non_blocking(true);
+    std::error_code ignored;  // only fcntl: the pipe's own flag stays as it was made
+    pipes_[i].non_blocking(true, ignored);
     read_stream(static_cast<int>(i));
   }
   std::weak_ptr<Execution> weak_self = weak_from_this();

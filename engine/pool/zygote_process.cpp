@@ -312,6 +312,7 @@ void ZygoteProcess::launch_process() {
   try {
     spawn();
   } catch (const std::exception& e) {
+    child_.reset();  // started, but not watched: killed and reaped now
     release_network();
     release_work_root();
     state_ = State::failed;
@@ -345,7 +346,12 @@ void ZygoteProcess::wait_connection() {
     // One connection, ever: nothing else can reach this zygote's control.
     self->listener_.close();
     remove_control(self->control_listener_);
-    self->control_.assign(fd.release());
+    if (const std::error_code watch = adopt_fd(self->control_, fd.release())) {
+      // Its exit (watch_exit) reports the start as failed, with this as its reason.
+      self->stderr_tail_ += watch_failure("the zygote's control socket", watch) + "\n";
+      if (self->child_) self->child_->kill();
+      return;
+    }
     self->wait_control();
   });
 }
@@ -432,14 +438,17 @@ void ZygoteProcess::spawn() {
   // The event loop gets its own copy of the pidfd (asio closes what it owns).
   UniqueFd pidfd(::fcntl(child_->pidfd(), F_DUPFD_CLOEXEC, 3));
   if (!pidfd) throw std::runtime_error(errno_text("dup of the zygote's pidfd", errno));
+  auto watch = [](asio::posix::stream_descriptor& d, int fd, const char* what) {
+    if (const std::error_code ec = adopt_fd(d, fd)) throw std::runtime_error(watch_failure(what, ec));
+  };
   if (docker) {
-    listener_.assign(control_listener_.fd.release());
+    watch(listener_, control_listener_.fd.release(), "the zygote's control listener");
   } else {
     ::fcntl(server_end.get(), F_SETFL, O_NONBLOCK);
-    control_.assign(server_end.release());
+    watch(control_, server_end.release(), "the zygote's control socket");
   }
-  stderr_.assign(child_->output().release());
-  pidfd_.assign(pidfd.release());
+  watch(stderr_, child_->output().release(), "the zygote's stderr");
+  watch(pidfd_, pidfd.release(), "the zygote's process");
 }
 
 void ZygoteProcess::wait_control() {

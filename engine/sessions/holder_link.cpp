@@ -38,7 +38,11 @@ bool exited(int pidfd) {
 HolderLink::HolderLink(asio::io_context& io, std::uint64_t id, sandbox::UniqueFd socket)
     : io_(io), id_(id), socket_(io), pidfd_(io), spare_timer_(io) {
   ::fcntl(socket.get(), F_SETFL, O_NONBLOCK);
-  socket_.assign(socket.release());
+  // A socket the loop cannot watch leaves the link gone from its start (start() reports it).
+  if (const std::error_code ec = adopt_fd(socket_, socket.release())) {
+    failure_ = watch_failure("its control socket", ec);
+    spdlog::warn("session process {}: {}", id_, failure_);
+  }
 }
 
 HolderLink::~HolderLink() {
@@ -48,14 +52,21 @@ HolderLink::~HolderLink() {
 
 void HolderLink::start(Events events) {
   events_ = std::move(events);
+  if (!socket_.is_open()) {
+    asio::post(io_, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->lose();
+    });
+    return;
+  }
   wait_readable();
 }
 
 void HolderLink::set_pidfd(sandbox::UniqueFd pidfd) {
   if (!pidfd || pidfd_.is_open() || gone_) return;
-  std::error_code ec;
-  pidfd_.assign(pidfd.release(), ec);
-  if (ec) return;
+  if (const std::error_code ec = adopt_fd(pidfd_, pidfd.release())) {
+    spdlog::warn("session process {}: {}", id_, watch_failure("its process", ec));
+    return;  // its socket's end still tells its loss
+  }
   watch_exit();
 }
 

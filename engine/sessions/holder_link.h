@@ -37,7 +37,10 @@ class HolderLink : public std::enable_shared_from_this<HolderLink> {
   HolderLink(const HolderLink&) = delete;
   HolderLink& operator=(const HolderLink&) = delete;
 
+  // Events from now on; a link whose socket the event loop could not watch is gone at once
+  // (posted), with failure() saying why.
   void start(Events events);
+  const std::string& failure() const { return failure_; }
   // The process's pidfd (from its parent's STEP_STARTED): watched for its exit from now on.
   void set_pidfd(sandbox::UniqueFd pidfd);
   // A duplicate of the pidfd (invalid when unknown), for an Execution to kill a step with.
@@ -101,6 +104,7 @@ class HolderLink : public std::enable_shared_from_this<HolderLink> {
   std::uint32_t tasks_ = 1;
   bool ready_ = false;
   bool gone_ = false;
+  std::string failure_;  // why its socket is not watched; "" = it is
   unsigned bad_messages_ = 0;
 };
 

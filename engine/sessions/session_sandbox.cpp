@@ -189,7 +189,7 @@ void SessionSandbox::on_exited(const zygote::StepExitedMessage& exited) {
 
 void SessionSandbox::on_gone(std::uint64_t holder_id) {
   if (holder_id == 0) {
-    end("its interpreter ended");
+    end(root_ && !root_->failure().empty() ? root_->failure() : "its interpreter ended");
     return;
   }
   // A step running in that process (its own, or in place): its parent's report, or SIGKILL

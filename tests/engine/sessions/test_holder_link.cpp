@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/sessions/holder_link.h"
@@ -288,4 +290,53 @@ TEST_CASE("a step waits for the spare PREPARE asked for, and only while one is c
     CHECK(called == 2);
     CHECK(std::chrono::steady_clock::now() - asked >= engine::HolderLink::kSpareWait);
   }
+}
+
+// A descriptor the event loop refuses (epoll_ctl fails: ENOSPC once the user's epoll watches are
+// used up, which runs of the server's own user can do). Here: a duplicate of the loop's own epoll
+// fd, which epoll cannot watch (EINVAL), found as the newest eventpoll fd of this process.
+UniqueFd refused_by(asio::io_context& io) {
+  asio::posix::stream_descriptor first(io);  // the loop's epoll is made with its first descriptor
+  int newest = -1;
+  for (int fd = 0; fd < 1024; ++fd) {
+    char link[64] = {};
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(path.c_str(), link, sizeof link - 1) > 0 && std::string(link) == "anon_inode:[eventpoll]") newest = fd;
+  }
+  REQUIRE(newest >= 0);
+  return UniqueFd(::fcntl(newest, F_DUPFD_CLOEXEC, 3));
+}
+
+TEST_CASE("a holder link whose socket the event loop cannot watch is gone at once, saying why", "[sessions]") {
+  asio::io_context io;
+  auto link = std::make_shared<engine::HolderLink>(io, 7, refused_by(io));
+  CHECK_THAT(link->failure(), Catch::StartsWith("cannot watch its control socket: "));
+  bool gone = false;
+  engine::HolderLink::Events events;
+  events.gone = [&gone] { gone = true; };
+  link->start(std::move(events));
+  CHECK_FALSE(gone);  // posted, not called from start()
+  io.run_for(std::chrono::milliseconds(200));
+  CHECK(gone);
+  engine::zygote::StepMessage step;
+  CHECK_FALSE(link->send_step(step, {}));
+}
+
+TEST_CASE("adopt_fd closes an fd the event loop refuses and returns the error; watch_failure names the limit",
+          "[event_loop]") {
+  asio::io_context io;
+  asio::posix::stream_descriptor d(io);
+  UniqueFd refused = refused_by(io);
+  const int fd = refused.release();
+  const std::error_code ec = engine::adopt_fd(d, fd);
+  CHECK(ec.value() == EINVAL);
+  CHECK_FALSE(d.is_open());
+  CHECK(::fcntl(fd, F_GETFD) == -1);  // closed, not leaked
+  int p[2];
+  REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+  ::close(p[1]);
+  CHECK_FALSE(engine::adopt_fd(d, p[0]));
+  CHECK(d.is_open());
+  CHECK_THAT(engine::watch_failure("the run's output", std::error_code(ENOSPC, asio::error::get_system_category())),
+             Catch::Contains("fs.epoll.max_user_watches"));
 }
