@@ -637,6 +637,45 @@ report(held=len(held), errno=ctypes.get_errno(), share=int(open('/proc/sys/user/
     await assertHealthy(client);
   });
 
+  // Queued signals are counted per host user too (RLIMIT_SIGPENDING at each user namespace):
+  // a session holding every one it may queue must leave a later run its own.
+  test('a session holding every signal it may queue leaves other runs theirs', async () => {
+    const queue = (most) => `
+import signal, threading, resource
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+queued = globals().setdefault('queued', [0])
+err = None
+while queued[0] < ${most}:
+    try:
+        signal.pthread_kill(threading.get_ident(), signal.SIGRTMIN)
+    except OSError as e:
+        err = e.errno
+        break
+    queued[0] += 1
+report(queued=queued[0], errno=err, limit=resource.getrlimit(resource.RLIMIT_SIGPENDING)[0])
+`;
+    const control = await outside(queue(200));
+    assert.equal(control.queued, 200, 'control: 200 signals queued outside');
+    const created = await client.callTool({ name: 'create_session', arguments: {} });
+    assert.notEqual(created.isError, true, textOf(created));
+    const id = created.structuredContent.session_id;
+    try {
+      const r = await client.callTool({ name: 'execute_python', arguments: { script: PRELUDE + queue(1_000_000), session_id: id } });
+      const held = parseProbe(r.structuredContent?.stdout);
+      assert.ok(held, textOf(r));
+      assert.equal(held.errno, 11, `the session's queue ended with EAGAIN: ${textOf(r)}`);
+      // (A signal the kernel queues to the same user meanwhile takes one place.)
+      const near = (n) => n <= held.limit && n >= held.limit - 4;
+      assert.ok(near(held.queued), `a session queues its share, no more: ${JSON.stringify(held)}`);
+      assert.ok(held.limit < 50000, `a share is a part of the host user's pool: ${held.limit}`);
+      const { probe: p } = await inside(client, queue(1_000_000));
+      assert.ok(near(p.queued), `a run beside the session queues its whole share: ${JSON.stringify(p)}`);
+    } finally {
+      await client.callTool({ name: 'close_session', arguments: { session_id: id } });
+    }
+    await assertHealthy(client);
+  });
+
   // The runner's end record lets the server answer a clean exit before the run's process is torn
   // down, and the server then kills what is left. A script can write that record itself and
   // go on: it is answered as if it had exited 0 (what it could have done) and stopped there.

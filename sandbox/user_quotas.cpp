@@ -1,6 +1,7 @@
 #include "sandbox/user_quotas.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,14 +50,21 @@ void write_quota(const char* path, std::uint64_t value) {
 }  // namespace
 
 UserQuotaPools read_user_quota_pools() {
+  rlimit pending{};
+  std::optional<std::uint64_t> pending_pool;
+  if (::getrlimit(RLIMIT_SIGPENDING, &pending) == 0 && pending.rlim_cur != RLIM_INFINITY) {
+    pending_pool = pending.rlim_cur;
+  }
   return {smaller(read_number("/proc/sys/fs/inotify/max_user_instances"),
                   read_number("/proc/sys/user/max_inotify_instances")),
           smaller(read_number("/proc/sys/fs/inotify/max_user_watches"),
-                  read_number("/proc/sys/user/max_inotify_watches"))};
+                  read_number("/proc/sys/user/max_inotify_watches")),
+          pending_pool};
 }
 
 UserQuotas share_user_quotas(const UserQuotaPools& pools, unsigned sandboxes) {
-  return {share(pools.inotify_instances, sandboxes), share(pools.inotify_watches, sandboxes)};
+  return {share(pools.inotify_instances, sandboxes), share(pools.inotify_watches, sandboxes),
+          share(pools.pending_signals, sandboxes)};
 }
 
 std::string describe_user_quotas(const UserQuotas& quotas, const UserQuotaPools& pools, unsigned sandboxes) {
@@ -65,13 +73,20 @@ std::string describe_user_quotas(const UserQuotas& quotas, const UserQuotaPools&
     return std::to_string(mine) + " " + what + " (of the host user's " + std::to_string(*pool) + ")";
   };
   return "each run and session may hold " + part(quotas.inotify_instances, pools.inotify_instances, "inotify instances") +
-         " and " + part(quotas.inotify_watches, pools.inotify_watches, "inotify watches") + ": half of each pool shared by " +
+         ", " + part(quotas.inotify_watches, pools.inotify_watches, "inotify watches") + " and " +
+         part(quotas.pending_signals, pools.pending_signals, "queued signals") + ": half of each pool shared by " +
          std::to_string(sandboxes) + " sandboxes at once (runs in flight and sessions)";
 }
 
 void apply_user_quotas(const UserQuotas& quotas) {
   write_quota("/proc/sys/user/max_inotify_instances", quotas.inotify_instances);
   write_quota("/proc/sys/user/max_inotify_watches", quotas.inotify_watches);
+  if (quotas.pending_signals != 0) {
+    const rlimit share{quotas.pending_signals, quotas.pending_signals};
+    if (::setrlimit(RLIMIT_SIGPENDING, &share) != 0) {
+      throw SetupError(std::string("sandbox: set the run's RLIMIT_SIGPENDING: ") + std::strerror(errno));
+    }
+  }
 }
 
 }  // namespace sandbox

@@ -109,6 +109,7 @@ std::vector<std::string> zygote_arguments(const ZygoteLaunch& launch) {
           "--rlimit-processes", launch.rlimit_fallbacks.processes ? "1" : "0",
           "--inotify-instances", std::to_string(launch.user_quotas.inotify_instances),
           "--inotify-watches", std::to_string(launch.user_quotas.inotify_watches),
+          "--pending-signals", std::to_string(launch.user_quotas.pending_signals),
           "--max-value-bytes", std::to_string(launch.max_value_bytes),
           "--max-images", std::to_string(launch.max_images),
           // Native: the server hands each run to a spare itself (engine/zygote/protocol.h).

@@ -137,7 +137,7 @@ void log(const std::string& text) {
       "[--run-path PATH] [--preload A,B] [--sys-path DIRS] [--prefix DIR] [--spares N] [--max-value-bytes N] [--max-images N] [--backend native|docker|none] [--network on|off|routed] "
       "[--tmpfs-bytes N] [--memory-bytes N] [--max-processes N] [--cpu-seconds N] "
       "[--file-size-bytes N] [--open-files N] [--rlimit-memory 0|1] [--rlimit-processes 0|1] "
-      "[--inotify-instances N] [--inotify-watches N] [--connect SOCKET] [--work-root DIR] (control socket on fd 3, or connected to SOCKET; started by mcp-python-exec-sandbox)");
+      "[--inotify-instances N] [--inotify-watches N] [--pending-signals N] [--connect SOCKET] [--work-root DIR] (control socket on fd 3, or connected to SOCKET; started by mcp-python-exec-sandbox)");
   std::exit(2);
 }
 
@@ -183,6 +183,7 @@ Options parse_options(int argc, char** argv) {
     else if (flag == "--rlimit-processes") o.fallbacks.processes = value != "0";
     else if (flag == "--inotify-instances") o.user_quotas.inotify_instances = number(flag, value);
     else if (flag == "--inotify-watches") o.user_quotas.inotify_watches = number(flag, value);
+    else if (flag == "--pending-signals") o.user_quotas.pending_signals = number(flag, value);
     else if (flag == "--connect") o.connect = value;
     else if (flag == "--work-root") o.work_root = value;
     else if (flag == "--direct-spares") o.direct_spares = value != "0";
