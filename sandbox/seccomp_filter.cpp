@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -148,6 +149,19 @@ SeccompProgram SeccompProgram::compile(const Policy& /*policy*/) {
       {SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWTIME, CLONE_NEWTIME)});
   // clone3 takes its flags in memory, out of a filter's reach: ENOSYS makes glibc use clone.
   add(c, SCMP_ACT_ERRNO(ENOSYS), resolve("clone3"), "clone3");
+
+  // Linux AIO draws on one host-wide pool of events (fs.aio-max-nr, 65,536): a run taking it
+  // whole would leave every other run and the host's own processes, root's too, without.
+  // ENOSYS, a kernel built without AIO, is what libaio's users fall back from; Python's standard
+  // library never uses it.
+  for (const char* name : {"io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents"}) {
+    const int nr = resolve(name);
+    if (nr != __NR_SCMP_ERROR) add(c, SCMP_ACT_ERRNO(ENOSYS), nr, name);
+  }
+  // SysV SHM_LOCK locks a segment against the host user's locked-memory limit, which every run
+  // and the host's own processes of that user share. The command compared without IPC_64.
+  add(c, eperm, resolve("shmctl"), "shmctl",
+      {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL & ~0x100ULL, static_cast<std::uint64_t>(SHM_LOCK))});
 
   // Terminal injection. The kernel reads the request as 32 bits, so compare only those: a
   // request with high bits set must not slip through.

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
 #include <linux/netlink.h>
@@ -16,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -172,6 +174,30 @@ std::vector<DenyCase> deny_cases() {
        [] {
          io_uring_params params{};
          return sys_errno(SYS_io_uring_setup, 1, ptr(&params));
+       }},
+      {"io_setup", ENOSYS,
+       [] {
+         aio_context_t ctx = 0;
+         const int err = sys_errno(SYS_io_setup, 1, ptr(&ctx));
+         if (err == 0) syscall(SYS_io_destroy, ctx);
+         return err;
+       }},
+      {"io_submit", ENOSYS, [] { return sys_errno(SYS_io_submit, 0, 0, 0); }},
+      {"shmctl(SHM_LOCK)", EPERM,
+       [] {
+         const int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+         if (id < 0) return errno + 1000;
+         const int err = sys_errno(SYS_shmctl, id, SHM_LOCK, 0);
+         shmctl(id, IPC_RMID, nullptr);
+         return err;
+       }},
+      {"shmctl(SHM_LOCK | IPC_64)", EPERM,
+       [] {
+         const int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+         if (id < 0) return errno + 1000;
+         const int err = sys_errno(SYS_shmctl, id, SHM_LOCK | 0x100, 0);
+         shmctl(id, IPC_RMID, nullptr);
+         return err;
        }},
       {"reboot (bad magic)", EPERM, [] { return sys_errno(SYS_reboot, 1, 2, 3, 0); }},
       {"delete_module", EPERM,
