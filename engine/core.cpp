@@ -1,6 +1,7 @@
 #include "engine/event_loop.h"  // first: see there
 #include "engine/core.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include "engine/cache_dir.h"
 #include "engine/interpreters/probe_cache.h"
+#include "sandbox/os_error.h"
 #include "profiles/mpes_profiles.h"
 
 namespace engine {
@@ -90,6 +92,18 @@ Core::Core(asio::io_context& io, EngineConfig config)
                                       SessionSandbox::Config{&startup_.cgroups(), config_.policy.limits,
                                                              cgroup_worker_.get_executor()},
                                       [this](const std::string& id) { return step_waiting(id); }}) {
+  // asio ignores a failure to watch its own wake-up descriptors when its loop is made (epoll_ctl:
+  // ENOSPC once the user's epoll watches are used up, e.g. by the runs of another server of this
+  // user), and its loop then never wakes: a loop that cannot watch a descriptor now is refused.
+  {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error(sandbox::errno_text("a pipe for the event loop's check", errno));
+    ::close(p[1]);
+    asio::posix::stream_descriptor probe(io_);
+    if (const std::error_code ec = adopt_fd(probe, p[0])) {
+      throw std::runtime_error(watch_failure("descriptors in the event loop", ec) + "; the server cannot start");
+    }
+  }
   // Work for later runs (linking the next spare's network, making and removing runs' cgroups)
   // yields to the runs in progress and their answers, which the two cores of a small machine
   // otherwise share with it.
