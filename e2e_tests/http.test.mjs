@@ -353,6 +353,51 @@ test('open-file limit: raised to the hard one at start; a --max-connections that
   }
 });
 
+// An accept that fails (here EMFILE: the server's soft open-file limit lowered under it to what
+// it holds; ENOSPC when its user's epoll watches are used up) is retried: the server takes
+// connections again once the cause has gone. (RESTinio 0.6 alone never accepted again.)
+test('HTTP: after accepts fail for want of descriptors, the server accepts again', async () => {
+  const net = await import('node:net');
+  const server = await startHttpServer();
+  try {
+    const { port } = server;
+    const pid = server.child.pid;
+    const health = () => new Promise((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port, path: '/healthz', timeout: 5000 }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      });
+      req.on('timeout', () => req.destroy(new Error('no answer within 5 s')));
+      req.on('error', (e) => resolve(e.message));
+    });
+    assert.equal(await health(), 200);
+    const [soft, hard] = fs.readFileSync(`/proc/${pid}/limits`, 'utf8').match(/Max open files\s+(\d+)\s+(\d+)/).slice(1);
+    const held = fs.readdirSync(`/proc/${pid}/fd`).length;
+    const prlimit = (value) => {
+      const r = spawnSync('prlimit', ['--pid', String(pid), `--nofile=${value}:${hard}`], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+    };
+    prlimit(held);
+    const sockets = await Promise.all(Array.from({ length: 3 }, () => new Promise((resolve, reject) => {
+      const sock = net.connect(port, '127.0.0.1', () => resolve(sock));
+      sock.on('error', reject);
+    })));
+    // The server's accept fails (the kernel completed the connections; the server cannot take them).
+    const waitFor = async (re) => {
+      for (let i = 0; i < 50 && !re.test(server.stderr()); i += 1) await new Promise((r) => setTimeout(r, 100));
+      return server.stderr();
+    };
+    await waitFor(/accepting a connection failed/);
+    for (const sock of sockets) sock.destroy();
+    prlimit(soft);
+    assert.equal(await health(), 200);
+    // (and the accept did fail meanwhile: the test tested something)
+    assert.match(server.stderr(), /accepting a connection failed: Too many open files; accepting again in 100 ms/);
+  } finally {
+    assert.equal((await server.stop()).code, 0);
+  }
+});
+
 // Writes `text` on a new connection, then reads until the server closes it or `count` responses
 // delimited by Content-Length have come: [{ status, headers, body }], and the bytes left over.
 async function rawExchange(port, text, count, timeoutMs = 30000) {

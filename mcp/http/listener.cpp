@@ -74,6 +74,44 @@ struct Traits : restinio::traits_t<restinio::asio_timer_manager_t, SpdlogLogger,
 
 using Server = restinio::http_server_t<Traits>;
 
+// How long the acceptor waits after a failed accept before it accepts again.
+constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
+
+}  // namespace
+}  // namespace mcp::http
+
+// RESTinio 0.6.16's acceptor drops an accept that completed with an error and never accepts on
+// that socket again: one EMFILE or ENFILE, or ENOSPC when the event loop cannot watch the new
+// connection (the epoll watches of the server's user used up, which the runs of a server started
+// unprivileged can do), and the server took no connection ever after. Here the accept's error is
+// logged and the acceptor accepts again after a pause (at once it would spin while the cause
+// lasts), unless it was closed.
+template <>
+void restinio::impl::acceptor_t<mcp::http::Traits>::call_accept_now(std::size_t index) noexcept {
+  m_acceptor.async_accept(
+      this->socket(index).lowest_layer(),
+      asio_ns::bind_executor(get_executor(), [index, ctx = this->shared_from_this()](const auto& ec) noexcept {
+        if (!ec) {
+          ctx->accept_current_connection(index, ec);
+          return;
+        }
+        if (ec == asio_ns::error::operation_aborted || !ctx->m_acceptor.is_open()) return;
+        spdlog::error("http: accepting a connection failed: {}; accepting again in {} ms", ec.message(),
+                      mcp::http::kAcceptRetry.count());
+        try {
+          auto timer = std::make_shared<asio_ns::steady_timer>(ctx->get_executor(), mcp::http::kAcceptRetry);
+          timer->async_wait([index, ctx, timer](const auto& waited) noexcept {
+            if (!waited && ctx->m_acceptor.is_open()) ctx->accept_next(index);
+          });
+        } catch (const std::exception&) {
+          ctx->accept_next(index);  // no memory for a timer: at once
+        }
+      }));
+}
+
+namespace mcp::http {
+namespace {
+
 // Writes handed to RESTinio and not yet completed, and their bytes charged to their client
 // (output_budget.h) until then.
 struct WriteTracker {
