@@ -125,8 +125,6 @@ Core::Core(asio::io_context& io, EngineConfig config)
       spdlog::warn("--network on: {}", run_network_.description);
     }
   }
-  // The zygotes probe again where they make the runs (a container's seccomp profile may differ)
-  // and warn when they cannot scope them.
   if (config_.policy.backend != sandbox::Backend::none) {
     // Every run maps to one host uid: the kernel's per-user quotas are shared out between them.
     const sandbox::UserQuotaPools pools = sandbox::read_user_quota_pools();
@@ -137,6 +135,8 @@ Core::Core(asio::io_context& io, EngineConfig config)
   } else {
     user_quotas_description_ = "none (unsandboxed: runs share the server's user)";
   }
+  // The zygotes probe again where they make the runs (a container's seccomp profile may differ)
+  // and warn when they cannot scope them.
   run_scoping_ = sandbox::plan_run_scoping(config_.policy.backend != sandbox::Backend::none, sandbox::probe_landlock());
   if (config_.policy.backend != sandbox::Backend::none) {
     if (run_scoping_.applied()) {
