@@ -123,9 +123,17 @@ void Execution::start(Launch launch, const std::string& script, std::uint32_t ti
     return;
   }
   // The read ends go to the event loop before the run exists: one it could not watch is not started.
+  // Non-blocking from here: a launch that fails finishes at once, and finish() reads what is left
+  // in them while this process still holds their write ends.
   for (std::size_t i = 0; i < pipes.size(); ++i) {
     if (const std::error_code ec = adopt_fd(pipes_[i], pipes[i].first.release())) {
       fail(watch_failure("the run's output", ec));
+      return;
+    }
+    std::error_code ec;
+    pipes_[i].non_blocking(true, ec);
+    if (ec) {
+      fail("cannot make the run's output non-blocking: " + ec.message());
       return;
     }
   }
@@ -160,8 +168,6 @@ void Execution::start(Launch launch, const std::string& script, std::uint32_t ti
   // The run holds the only write ends now: EOF means the run is done with them.
   for (std::size_t i = 0; i < pipes.size(); ++i) {
     pipes[i].second.reset();
-    std::error_code ignored;  // only fcntl: the pipe's own flag stays as it was made
-    pipes_[i].non_blocking(true, ignored);
     read_stream(static_cast<int>(i));
   }
   std::weak_ptr<Execution> weak_self = weak_from_this();
