@@ -32,25 +32,7 @@ using DirPtr = std::unique_ptr<DIR, DirCloser>;
 
 // Writes `text` to the file `name` of the directory `dir_fd` (AT_FDCWD: `name` is a path). 0 on
 // success, else errno.
-int write_file_at(int dir_fd, const char* name, std::string_view text) {
-  UniqueFd fd(::openat(dir_fd, name, O_WRONLY | O_CLOEXEC));
-  if (!fd) return errno;
-  // cgroup files report a rejected value from write() itself.
-  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) return errno;
-  return 0;
-}
-
-int write_file(const std::string& path, std::string_view text) { return write_file_at(AT_FDCWD, path.c_str(), text); }
-
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
-
-std::optional<std::uint64_t> parse_u64(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
-  std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 // The value of `key` in "key value" lines (memory.events, pids.events, memory.oom_control).
 std::optional<std::uint64_t> key_value(const std::string& text, std::string_view key) {

@@ -1,30 +1,21 @@
 #include "sandbox/user_quotas.h"
 
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <string>
 
 #include "sandbox/read_file.h"
 #include "sandbox/setup_error.h"
-#include "sandbox/unique_fd.h"
 
 namespace sandbox {
 namespace {
 
 std::optional<std::uint64_t> read_number(const char* path) {
   const auto text = read_file(path, 64);
-  if (!text) return std::nullopt;
-  std::uint64_t value = 0;
-  const char* end = text->data() + text->size();
-  const auto [ptr, ec] = std::from_chars(text->data(), end, value);
-  if (ec != std::errc() || ptr == text->data()) return std::nullopt;
-  return value;
+  return text ? parse_u64(*text) : std::nullopt;
 }
 
 std::optional<std::uint64_t> smaller(std::optional<std::uint64_t> a, std::optional<std::uint64_t> b) {
@@ -39,11 +30,9 @@ std::uint64_t share(std::optional<std::uint64_t> pool, unsigned sandboxes) {
 
 void write_quota(const char* path, std::uint64_t value) {
   if (value == 0) return;
-  UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
-  if (!fd && errno == ENOENT) return;
-  const std::string text = std::to_string(value);
-  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-    throw SetupError(std::string("sandbox: set the run's ") + path + ": " + std::strerror(errno));
+  const int err = write_file(path, std::to_string(value));
+  if (err != 0 && err != ENOENT) {
+    throw SetupError(std::string("sandbox: set the run's ") + path + ": " + std::strerror(err));
   }
 }
 
