@@ -733,6 +733,40 @@ describe('session limits', () => {
     }
   });
 
+  test('a step\'s process is the only one its state forks for it, whenever the step comes', async () => {
+    // The process holding the state forks the next step's process ahead (a spare) only when the
+    // server asks: a step arriving as such a fork is under way waits for it, and never makes the
+    // holder fork a second process beside it. A step counts its siblings (the other children of
+    // the process holding the state it continues); the steps come back to back and after gaps
+    // around the time a fork takes.
+    const conn = await connect([]);
+    try {
+      const id = await createSession(conn.client);
+      const siblings = `import os
+me, parent = os.getpid(), os.getppid()
+n = 0
+for q in os.listdir('/proc'):
+    if q.isdigit() and int(q) != me:
+        try:
+            f = open(f'/proc/{q}/stat').read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        n += f[0] != 'Z' and int(f[1]) == parent
+n`;
+      const seen = [];
+      for (let i = 0; i < 60; i++) {
+        await step(conn.client, id, `x = ${i}`);
+        const until = performance.now() + (i % 30) * 0.1;  // 0 to 2.9 ms, spun: timers are coarser
+        while (performance.now() < until);
+        const r = await step(conn.client, id, siblings);
+        seen.push(r.sc.return_value?.repr);
+      }
+      assert.deepEqual(seen.filter((v) => v !== '0'), [], `siblings per step: ${seen.join(' ')}`);
+    } finally {
+      await conn.client.close();
+    }
+  });
+
   test('--session-snapshots 2: older steps are refused and their processes go', async () => {
     const conn = await connect(['--session-snapshots', '2']);
     try {
@@ -743,20 +777,23 @@ describe('session limits', () => {
       assert.match(old.text, /no longer kept/);
       // The session's pid namespace holds its init, the fresh state (step 0), the two kept
       // snapshots and this step; a snapshot let go of is killed just after its step's answer.
+      // (The step answers the count, its pid and every process: pid, parent, state.)
       const count = await step(conn.client, id, `import os, time
 def alive():
-    n = 0
+    out = []
     for p in os.listdir('/proc'):
         try:
-            n += p.isdigit() and open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z'
+            f = open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split() if p.isdigit() else None
         except OSError:
-            pass
-    return n
+            continue
+        if f and f[0] != 'Z':
+            out.append((int(p), int(f[1]), f[0]))
+    return out
 end = time.monotonic() + 5
-while alive() > 5 and time.monotonic() < end:
+while len(alive()) > 5 and time.monotonic() < end:
     time.sleep(0.05)
-alive()`);
-      assert.equal(count.sc.return_value?.repr, '5', count.text);
+(len(alive()), os.getpid(), sorted(alive()))`);
+      assert.match(count.sc.return_value?.repr ?? '', /^\(5,/, count.text);
       assert.equal((await step(conn.client, id, 'x')).sc.return_value?.repr, '10');
     } finally {
       await conn.client.close();

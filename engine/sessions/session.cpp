@@ -76,12 +76,17 @@ Session::Session(asio::io_context& io, std::string id, const Session& from, std:
   for (const auto handle : history_.handles()) {
     if (auto h = from.holder(handle)) holders_[handle] = h;
   }
-  if (auto head = holder(history_.head_handle())) head->prepare();
+  prepare_head();
 }
 
 std::shared_ptr<HolderLink> Session::holder(StepHistory::Handle handle) const {
   const auto it = holders_.find(handle);
   return it == holders_.end() ? nullptr : it->second;
+}
+
+void Session::prepare_head() {
+  if (running_) return;  // (a step came meanwhile: it has its process)
+  if (auto head = holder(history_.head_handle()); head != nullptr && head->tasks() <= 1) head->prepare();
 }
 
 bool Session::snapshots_on() const {
@@ -293,13 +298,16 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
     }
     report.step = history_.head();
     report.snapshots = snapshots_on();
-    if (auto head = holder(history_.head_handle())) head->prepare();
   }
   if (std::string lost = take_note(); !lost.empty()) note += (note.empty() ? "" : " ") + lost;
   report.note = std::move(note);
   if (running->done) running->done(std::move(evidence), std::move(report));
-  // The snapshot that fell out of --session-snapshots is killed after the answer has been
-  // written (the answer is posted first): its exit would take the CPU the answer needs.
+  // After the answer has been written (it is posted first), the head forks the next step's
+  // process ahead (a fork beside the answer would take the CPU it needs); then the snapshot
+  // that fell out of --session-snapshots is killed (its exit, likewise).
+  asio::post(io_, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->prepare_head();
+  });
   if (!retired.empty()) asio::post(io_, [retired = std::move(retired)] {});
 }
 
@@ -339,7 +347,7 @@ std::string Session::reset(std::uint64_t step) {
   auto rewound = history_.rewind(step);
   if (!rewound.error.empty()) return rewound.error;
   adopt(rewound.released);
-  if (auto head = holder(history_.head_handle())) head->prepare();  // the next step's process, ahead
+  prepare_head();  // the next step's process, ahead
   return "";
 }
 
@@ -375,7 +383,7 @@ void Session::holder_gone(std::uint64_t holder_id) {
     pending_note_ += (pending_note_.empty() ? "" : " ") + std::string("the state of step ") + std::to_string(head) +
                      " was lost (its process ended; the memory limit can do "
                      "that): the session continued from step " + std::to_string(*new_head) + ".";
-    if (auto h = holder(history_.head_handle())) h->prepare();
+    prepare_head();
   } else if (!lost.empty()) {
     pending_note_ += (pending_note_.empty() ? "" : " ") + std::string("the snapshot of step ") + lost +
                      " was lost (its process ended).";

@@ -56,6 +56,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void run_step(StepParams params, StepDone done);
   void cancel_step();  // the caller no longer wants it: killed, answered as cancelled
   void stop_step();    // the server stops: killed and answered at once
+  // Asks the head for the next step's process, forked ahead (a spare), unless a step is under
+  // way or the head has threads. The server alone asks, once an answer is out (a new session, a
+  // step's end) or the head changed (a rewind, a fork, a lost state).
+  void prepare_head();
 
   // "" when `step` can be forked, else why not.
   std::string can_fork(std::uint64_t step) const;

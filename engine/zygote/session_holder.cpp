@@ -36,10 +36,6 @@ constexpr int kStepResultFd = 5;
 constexpr int kStepFilesFd = 6;
 constexpr int kSlots = 7;  // 0-6: the runner's during a step, never a session's own file
 constexpr int kSpareLinkFd = 3;  // a spare's end of its link to its holder, until its step
-// A new holder forks its spare once it has been idle this long: not while the server is still
-// answering its step (on a machine of few cores the fork and the spare's rehearsal would take
-// the CPU the answer needs), nor when the server lets go of it at once (a rewind).
-constexpr int kSpareWhenIdleMs = 2;
 constexpr long long kRehearsalParts = 3;  // python_stubs/session.py, _mpes_step_spare
 // A spare takes its own copies of at most this much of what its holder wrote (written_pages.h),
 // this much at a time between looks at its link.
@@ -96,8 +92,7 @@ class Holder {
   [[noreturn]] void serve(HolderReadyMessage ready);
 
  private:
-  // Reports `ready` (this process now holds a state), prepares a spare when it can fork, and
-  // serves its control socket until the server lets go of it (the process exits). Returns only
+  // Reports `ready` (this process now holds a state) and serves its control socket until the server lets go of it (the process exits). Returns only
   // in a child forked for a step or as a spare.
   Becoming hold(const HolderReadyMessage& ready);
   void watch_children();
@@ -120,7 +115,6 @@ class Holder {
   std::map<pid_t, std::uint64_t> steps_;  // children forked for a step -> its id
   std::set<pid_t> spares_;  // children forked ahead (handed to the server; some took a step since)
   std::uint32_t generation_ = 0;  // steps run in place so far (HolderSpareMessage)
-  bool spare_due_ = false;  // a spare is to be forked once this holder is idle
   rlim_t steps_open_files_ = RLIM_INFINITY;  // the soft open-file limit steps run under
 };
 
@@ -169,21 +163,13 @@ Becoming Holder::hold(const HolderReadyMessage& ready) {
   steps_open_files_ = take_reserve_fds();
   watch_children();
   if (send_message(kHolderControlFd, ready) != 0) ::_exit(0);  // the server is gone
-  spare_due_ = ready.tasks == 1;
   reap();  // what ended before the signalfd existed
   for (;;) {
     pollfd fds[2] = {{kHolderControlFd, POLLIN, 0}, {sigfd_.get(), POLLIN, 0}};
     // The session's own threads (an in-place holder has some) run while this one waits.
     void* thread_state = r_.py->PyEval_SaveThread();
-    const int n = ::poll(fds, sigfd_ ? 2 : 1, spare_due_ ? kSpareWhenIdleMs : -1);
+    const int n = ::poll(fds, sigfd_ ? 2 : 1, -1);
     r_.py->PyEval_RestoreThread(thread_state);
-    if (n == 0 && spare_due_) {
-      spare_due_ = false;
-      if (count_tasks() == 1) {
-        if (auto spare = fork_spare()) return std::move(*spare);
-      }
-      continue;
-    }
     if (n < 0) {
       if (errno == EINTR) continue;
       ::_exit(0);
@@ -256,12 +242,10 @@ std::optional<Becoming> Holder::on_step(const StepMessage& step, std::vector<Uni
     steps_open_files_ = take_reserve_fds();
     watch_children();
     if (send_message(kHolderControlFd, ready) != 0) ::_exit(0);
-    spare_due_ = ready.tasks == 1;
     reap();
     return std::nullopt;
   }
   // (The server sends a step to this holder's spare itself when it has one.)
-  spare_due_ = false;  // a snapshot now: the step's process is the head
   const pid_t pid = fork_child();
   if (pid == 0) {
     Becoming next;

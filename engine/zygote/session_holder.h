@@ -6,9 +6,9 @@
 //   STEP      the holder forks a child for it, which reports STEP_STARTED itself, on its
 //             holder's control socket, before the step's first line (a step may kill its holder
 //             at once: the step still started). Usually the server has sent the step to a child
-//             forked ahead instead, a "spare": a holder that has been idle for 2 ms (or is told
-//             PREPARE) forks one, which rehearses a step, and hands its link and pidfd to the
-//             server (HOLDER_SPARE); the server sends the step on that link. Either child
+//             forked ahead instead, a "spare": a holder told PREPARE forks one, which rehearses
+//             a step, and hands its link and pidfd to the server (HOLDER_SPARE); the server
+//             sends the step on that link. Either child
 //             runs the step in the inherited interpreter and, when the step ends normally,
 //             reports HOLDER_READY on its own control socket and becomes the holder of the new
 //             state. The parent stays as it was: the previous state, frozen (a copy-on-write
@@ -16,8 +16,9 @@
 //             reports STEP_EXITED and still holds the previous state.
 //   STEP in place (kStepInPlace): a holder with threads cannot fork safely, so the step runs
 //             in the holder itself (no snapshot).
-//   PREPARE   fork a spare now (this holder became a session's head, and the server holds no
-//             spare of it).
+//   PREPARE   fork a spare now (this holder is a session's head, and the server holds no spare
+//             of it). Only the server asks, so it always knows whether a spare is on its way: a
+//             holder forking one on its own could cross a step the server sent it meanwhile.
 //   EOF       the server released this state: the process exits.
 // Processes a step starts are killed when the step ends (its process group, and every child
 // of the step's process, which is their subreaper meanwhile).
