@@ -76,6 +76,21 @@ def _after_idle(server, sid: str, snapshots: bool, warmup: int, iterations: int,
     return steps, protocol
 
 
+def _chain(server, warmup: int, iterations: int) -> tuple[list[int], list[int]]:
+    """Steps back to back, each kept, each followed by `list_sessions`, in a session of their own."""
+    sid = _create(server, [])
+    _call(server, "execute_python", {"session_id": sid, "script": "x = 1"})
+    steps, protocol = [], []
+    for i in range(warmup + iterations):
+        step_ns = _step(server, sid, snapshots=True)
+        _, list_ns = _call(server, "list_sessions", {})
+        if i >= warmup:
+            steps.append(step_ns)
+            protocol.append(list_ns)
+    _call(server, "close_session", {"session_id": sid})
+    return steps, protocol
+
+
 def _in_place(server, warmup: int, iterations: int) -> dict:
     """Steps with snapshots off, back to back and after IDLE_SECONDS, each against
     `list_sessions` measured in the same loop."""
@@ -115,6 +130,10 @@ def measure(session, warmup: int, iterations: int) -> dict:
                 protocol.append(list_ns)
                 resets.append(reset_ns)
                 forks.append(fork_ns)
+        # Steps that each continue the one before (kept: a chain, the oldest snapshots let go as
+        # it grows past --session-snapshots), each right after the previous answer and a
+        # `list_sessions`: the step's process is being forked as the step arrives.
+        chain, chain_protocol = _chain(server, warmup, iterations)
         # After the same idle, the protocol's own cost is not what it is back to back: on a
         # machine whose idle CPUs sleep, waking the server (and the client) costs more.
         idle_steps, idle_protocol = _after_idle(server, sid, True, warmup, iterations, rewind=True)
@@ -123,6 +142,8 @@ def measure(session, warmup: int, iterations: int) -> dict:
         out["idle_step_ms"] = summarize_ns(idle_steps)
         out["protocol_ms"] = summarize_ns(protocol)
         out["idle_protocol_ms"] = summarize_ns(idle_protocol)
+        out["chain_step_ms"] = summarize_ns(chain)
+        out["chain_protocol_ms"] = summarize_ns(chain_protocol)
         out["reset_ms"] = summarize_ns(resets)
         out["fork_ms"] = summarize_ns(forks)
         out.update(_in_place(server, warmup, iterations))
@@ -160,7 +181,8 @@ def over_protocol(rows: dict) -> dict:
     if rows.get("idle_step_ms"):
         baseline = rows.get("idle_protocol_ms") or rows["protocol_ms"]
         out["idle_step_over_protocol_ms"] = rows["idle_step_ms"]["p50"] - baseline["p50"]
-    for step, protocol in (("in_place_step_ms", "in_place_protocol_ms"),
+    for step, protocol in (("chain_step_ms", "chain_protocol_ms"),
+                           ("in_place_step_ms", "in_place_protocol_ms"),
                            ("idle_in_place_step_ms", "idle_in_place_protocol_ms")):
         if rows.get(step) and rows.get(protocol):
             out[step.replace("_ms", "_over_protocol_ms")] = rows[step]["p50"] - rows[protocol]["p50"]
@@ -177,7 +199,8 @@ def section(results: dict, ms) -> list[str]:
         return lines + [f"Not measured: {s['error']}", ""]
     lines += ["| call | n | p50 ms | p90 ms | p99 ms |", "|---|---:|---:|---:|---:|"]
     for key, title in (("protocol_ms", "`list_sessions` (the protocol's own cost)"),
-                       ("step_ms", "a step in a warm session (`x + 1`)"),
+                       ("step_ms", "a step in a warm session (`x + 1`), after a rewind"),
+                       ("chain_step_ms", "a step right after the previous one, each kept (a chain, back to back)"),
                        ("idle_protocol_ms", f"`list_sessions`, the connection idle {IDLE_SECONDS * 1000:.0f} ms before it"),
                        ("idle_step_ms", f"the step, the session idle {IDLE_SECONDS * 1000:.0f} ms before it"),
                        ("in_place_step_ms", "the step with snapshots off (run in place: no fork), back to back"),
@@ -193,8 +216,10 @@ def section(results: dict, ms) -> list[str]:
         idle_text = f", {ms(idle)} ms when the session was idle before it"
         if s.get("idle_protocol_ms"):
             idle_text += " (over `list_sessions` after the same idle)"
+    chain = s.get("chain_step_over_protocol_ms")
+    chain_text = "" if chain is None else f", {ms(chain)} ms in a chain of steps back to back, each kept"
     lines += ["", f"A step costs {ms(s.get('step_over_protocol_ms'))} ms (p50) over the protocol's own cost "
-              f"(target ≤ 0.5 ms){idle_text}; a rewind or a fork, target ≤ 2 ms.", ""]
+              f"(target ≤ 0.5 ms){idle_text}{chain_text}; a rewind or a fork, target ≤ 2 ms.", ""]
     in_place, idle_in_place = s.get("in_place_step_over_protocol_ms"), s.get("idle_in_place_step_over_protocol_ms")
     if in_place is not None:
         lines += [f"With snapshots off (the session's interpreter runs a thread, so steps run in place: no fork, "

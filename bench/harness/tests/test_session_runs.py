@@ -48,6 +48,17 @@ class OverProtocolTest(unittest.TestCase):
         self.assertIn("the same step costs 0.25 ms over `list_sessions` measured alongside, 0.80 ms after the "
                       "same idle: what taking the snapshot adds is the difference", text)
 
+    def test_a_chain_of_kept_steps_is_judged_against_the_list_measured_in_its_loop(self):
+        rows = {"step_ms": summary(0.6), "protocol_ms": summary(0.1),
+                "chain_step_ms": summary(1.4), "chain_protocol_ms": summary(0.2)}
+        got = session_runs.over_protocol(rows)
+        self.assertAlmostEqual(got["chain_step_over_protocol_ms"], 1.2)
+        rows.update(got)
+        text = "\n".join(session_runs.section({"sessions": rows}, ms))
+        self.assertIn("| a step right after the previous one, each kept (a chain, back to back) | 10 | 1.40 |", text)
+        self.assertIn("A step costs 0.50 ms (p50) over the protocol's own cost (target ≤ 0.5 ms), 1.20 ms in a "
+                      "chain of steps back to back, each kept;", text)
+
     def test_results_without_in_place_rows_say_nothing_of_them(self):
         rows = {"step_ms": summary(1.2), "protocol_ms": summary(0.1)}
         rows.update(session_runs.over_protocol(rows))
