@@ -76,19 +76,26 @@ def _after_idle(server, sid: str, snapshots: bool, warmup: int, iterations: int,
     return steps, protocol
 
 
-def _chain(server, warmup: int, iterations: int) -> tuple[list[int], list[int]]:
-    """Steps back to back, each kept, each followed by `list_sessions`, in a session of their own."""
-    sid = _create(server, [])
-    _call(server, "execute_python", {"session_id": sid, "script": "x = 1"})
+def _back_to_back(server, sid: str, snapshots: bool, warmup: int, iterations: int) -> tuple[list[int], list[int]]:
+    """Steps back to back, each kept, each followed by `list_sessions` (the protocol's own cost
+    in the same loop)."""
     steps, protocol = [], []
     for i in range(warmup + iterations):
-        step_ns = _step(server, sid, snapshots=True)
+        step_ns = _step(server, sid, snapshots)
         _, list_ns = _call(server, "list_sessions", {})
         if i >= warmup:
             steps.append(step_ns)
             protocol.append(list_ns)
-    _call(server, "close_session", {"session_id": sid})
     return steps, protocol
+
+
+def _chain(server, warmup: int, iterations: int) -> tuple[list[int], list[int]]:
+    """A chain of kept steps back to back, in a session of its own."""
+    sid = _create(server, [])
+    _call(server, "execute_python", {"session_id": sid, "script": "x = 1"})
+    rows = _back_to_back(server, sid, True, warmup, iterations)
+    _call(server, "close_session", {"session_id": sid})
+    return rows
 
 
 def _in_place(server, warmup: int, iterations: int) -> dict:
@@ -96,13 +103,7 @@ def _in_place(server, warmup: int, iterations: int) -> dict:
     `list_sessions` measured in the same loop."""
     sid = _create(server, [])
     _call(server, "execute_python", {"session_id": sid, "script": THREAD_SCRIPT})
-    steps, protocol = [], []
-    for i in range(warmup + iterations):
-        step_ns = _step(server, sid, snapshots=False)
-        _, list_ns = _call(server, "list_sessions", {})
-        if i >= warmup:
-            steps.append(step_ns)
-            protocol.append(list_ns)
+    steps, protocol = _back_to_back(server, sid, False, warmup, iterations)
     idle_steps, idle_protocol = _after_idle(server, sid, False, warmup, iterations)
     _call(server, "close_session", {"session_id": sid})
     return {"in_place_step_ms": summarize_ns(steps), "in_place_protocol_ms": summarize_ns(protocol),

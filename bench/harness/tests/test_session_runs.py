@@ -11,6 +11,12 @@ def ms(v):
     return "—" if v is None else f"{v:.2f}"
 
 
+def judged(rows):
+    """The rows' figures over the protocol, and the section's text with them."""
+    got = session_runs.over_protocol(rows)
+    return got, "\n".join(session_runs.section({"sessions": {**rows, **got}}, ms))
+
+
 class OverProtocolTest(unittest.TestCase):
     def test_each_step_row_is_judged_against_the_protocol_in_the_same_conditions(self):
         rows = {"step_ms": summary(1.2), "protocol_ms": summary(0.1),
@@ -39,11 +45,9 @@ class OverProtocolTest(unittest.TestCase):
         rows = {"step_ms": summary(1.2), "protocol_ms": summary(0.1),
                 "in_place_step_ms": summary(0.4), "in_place_protocol_ms": summary(0.15),
                 "idle_in_place_step_ms": summary(1.1), "idle_in_place_protocol_ms": summary(0.3)}
-        got = session_runs.over_protocol(rows)
+        got, text = judged(rows)
         self.assertAlmostEqual(got["in_place_step_over_protocol_ms"], 0.25)
         self.assertAlmostEqual(got["idle_in_place_step_over_protocol_ms"], 0.8)
-        rows.update(got)
-        text = "\n".join(session_runs.section({"sessions": rows}, ms))
         self.assertIn("| the step with snapshots off (run in place: no fork), back to back | 10 | 0.40 |", text)
         self.assertIn("the same step costs 0.25 ms over `list_sessions` measured alongside, 0.80 ms after the "
                       "same idle: what taking the snapshot adds is the difference", text)
@@ -51,10 +55,8 @@ class OverProtocolTest(unittest.TestCase):
     def test_a_chain_of_kept_steps_is_judged_against_the_list_measured_in_its_loop(self):
         rows = {"step_ms": summary(0.6), "protocol_ms": summary(0.1),
                 "chain_step_ms": summary(1.4), "chain_protocol_ms": summary(0.2)}
-        got = session_runs.over_protocol(rows)
+        got, text = judged(rows)
         self.assertAlmostEqual(got["chain_step_over_protocol_ms"], 1.2)
-        rows.update(got)
-        text = "\n".join(session_runs.section({"sessions": rows}, ms))
         self.assertIn("| a step right after the previous one, each kept (a chain, back to back) | 10 | 1.40 |", text)
         self.assertIn("A step costs 0.50 ms (p50) over the protocol's own cost (target ≤ 0.5 ms), 1.20 ms in a "
                       "chain of steps back to back, each kept;", text)
