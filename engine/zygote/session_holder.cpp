@@ -92,8 +92,9 @@ class Holder {
   [[noreturn]] void serve(HolderReadyMessage ready);
 
  private:
-  // Reports `ready` (this process now holds a state) and serves its control socket until the server lets go of it (the process exits). Returns only
-  // in a child forked for a step or as a spare.
+  // Reports `ready` (this process now holds a state) and serves its control socket until the
+  // server lets go of it (the process exits). Returns only in a child forked for a step or as a
+  // spare (on PREPARE).
   Becoming hold(const HolderReadyMessage& ready);
   void watch_children();
   std::optional<Becoming> handle_control();

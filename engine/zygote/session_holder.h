@@ -8,12 +8,12 @@
 //             at once: the step still started). Usually the server has sent the step to a child
 //             forked ahead instead, a "spare": a holder told PREPARE forks one, which rehearses
 //             a step, and hands its link and pidfd to the server (HOLDER_SPARE); the server
-//             sends the step on that link. Either child
-//             runs the step in the inherited interpreter and, when the step ends normally,
-//             reports HOLDER_READY on its own control socket and becomes the holder of the new
-//             state. The parent stays as it was: the previous state, frozen (a copy-on-write
-//             snapshot). When the child dies instead (timeout, crash, os._exit, OOM), the parent
-//             reports STEP_EXITED and still holds the previous state.
+//             sends the step on that link. Either child runs the step in the inherited
+//             interpreter and, when the step ends normally, reports HOLDER_READY on its own
+//             control socket and becomes the holder of the new state. The parent stays as it
+//             was: the previous state, frozen (a copy-on-write snapshot). When the child dies
+//             instead (timeout, crash, os._exit, OOM), the parent reports STEP_EXITED and still
+//             holds the previous state.
 //   STEP in place (kStepInPlace): a holder with threads cannot fork safely, so the step runs
 //             in the holder itself (no snapshot).
 //   PREPARE   fork a spare now (this holder is a session's head, and the server holds no spare
