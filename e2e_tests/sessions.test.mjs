@@ -792,7 +792,8 @@ def alive():
 end = time.monotonic() + 5
 while len(alive()) > 5 and time.monotonic() < end:
     time.sleep(0.05)
-(len(alive()), os.getpid(), sorted(alive()))`);
+seen = alive()
+(len(seen), os.getpid(), sorted(seen))`);
       assert.match(count.sc.return_value?.repr ?? '', /^\(5,/, count.text);
       assert.equal((await step(conn.client, id, 'x')).sc.return_value?.repr, '10');
     } finally {

@@ -30,8 +30,6 @@ struct DirCloser {
 };
 using DirPtr = std::unique_ptr<DIR, DirCloser>;
 
-// Writes `text` to the file `name` of the directory `dir_fd` (AT_FDCWD: `name` is a path). 0 on
-// success, else errno.
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 // The value of `key` in "key value" lines (memory.events, pids.events, memory.oom_control).

@@ -89,6 +89,12 @@ void Session::prepare_head() {
   if (auto head = holder(history_.head_handle()); head != nullptr && head->tasks() <= 1) head->prepare();
 }
 
+void Session::prepare_head_after_answer() {
+  asio::post(io_, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->prepare_head();
+  });
+}
+
 bool Session::snapshots_on() const {
   const auto head = holder(history_.head_handle());
   return head == nullptr || head->tasks() <= 1;
@@ -305,9 +311,7 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
   // After the answer has been written (it is posted first), the head forks the next step's
   // process ahead (a fork beside the answer would take the CPU it needs); then the snapshot
   // that fell out of --session-snapshots is killed (its exit, likewise).
-  asio::post(io_, [weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->prepare_head();
-  });
+  prepare_head_after_answer();
   if (!retired.empty()) asio::post(io_, [retired = std::move(retired)] {});
 }
 

@@ -57,9 +57,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void cancel_step();  // the caller no longer wants it: killed, answered as cancelled
   void stop_step();    // the server stops: killed and answered at once
   // Asks the head for the next step's process, forked ahead (a spare), unless a step is under
-  // way or the head has threads. The server alone asks, once an answer is out (a new session, a
-  // step's end) or the head changed (a rewind, a fork, a lost state).
-  void prepare_head();
+  // way or the head has threads, once what the caller has posted (an answer: a new session's, a
+  // step's) has been written. The server alone asks: then, and when the head changes (a rewind,
+  // a fork, a lost state).
+  void prepare_head_after_answer();
 
   // "" when `step` can be forked, else why not.
   std::string can_fork(std::uint64_t step) const;
@@ -74,6 +75,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   struct Running;
+  void prepare_head();  // prepare_head_after_answer, at once
   std::shared_ptr<HolderLink> holder(StepHistory::Handle handle) const;
   // Takes the holders of steps no longer kept out of the session; each process goes with its
   // last user (a fork of this session may share it) when the returned links are dropped.

@@ -60,10 +60,7 @@ void Sessions::create(std::uint64_t run_id, std::string owner, const std::shared
     SessionReply reply;
     reply.session = info(id);
     done(std::move(reply));
-    // The first step's process, forked once the answer is out.
-    asio::post(io_, [weak = std::weak_ptr<Session>(session)] {
-      if (auto s = weak.lock()) s->prepare_head();
-    });
+    session->prepare_head_after_answer();  // the first step's process
   });
 }
 
