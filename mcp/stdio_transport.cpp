@@ -7,6 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sandbox/pipe_capacity.h"
+
 namespace mcp {
 
 StdioTransport::StdioTransport(asio::io_context& io, sandbox::UniqueFd in, sandbox::UniqueFd out,
@@ -14,6 +16,9 @@ StdioTransport::StdioTransport(asio::io_context& io, sandbox::UniqueFd in, sandb
     : in_(io), out_(io), max_queued_(max_queued_output) {
   in_flags_ = ::fcntl(in.get(), F_GETFL);
   out_flags_ = ::fcntl(out.get(), F_GETFL);
+  // A reply of megabytes (a run's large output, twice: text and structuredContent) goes into the
+  // pipe while the client reads it, not 64 KiB per wait for the client (sandbox/pipe_capacity.h).
+  sandbox::grow_pipe(out.get(), kOutputPipeBytes);
   // Regular files and /dev/null cannot be polled; asio accepts them and simply never blocks.
   in_.assign(in.release());
   out_.assign(out.release());

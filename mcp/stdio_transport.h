@@ -19,6 +19,9 @@ namespace mcp {
 
 // Input is not read while more than this much output waits for a client that does not read it.
 inline constexpr std::size_t kMaxQueuedOutputBytes = std::size_t{64} << 20;
+// What stdout holds when it is a pipe: 1 MiB, the most an unprivileged process may ask for by
+// default (/proc/sys/fs/pipe-max-size).
+inline constexpr int kOutputPipeBytes = 1 << 20;
 
 class StdioTransport {
  public:

@@ -19,6 +19,7 @@
 
 #include "sandbox/memfd.h"
 #include "sandbox/os_error.h"
+#include "sandbox/pipe_capacity.h"
 #include "sandbox/proc_tree.h"
 
 namespace engine {
@@ -61,7 +62,7 @@ std::shared_ptr<void> widen_pipe(int fd) {
   constexpr int kStdoutPipeBytes = 512 * 1024;
   constexpr int kMaxWidePipes = 32;
   static std::atomic<int> wide_pipes{0};
-  if (wide_pipes.fetch_add(1) >= kMaxWidePipes || ::fcntl(fd, F_SETPIPE_SZ, kStdoutPipeBytes) < 0) {
+  if (wide_pipes.fetch_add(1) >= kMaxWidePipes || sandbox::grow_pipe(fd, kStdoutPipeBytes) < kStdoutPipeBytes) {
     wide_pipes.fetch_sub(1);
     return nullptr;
   }

@@ -132,6 +132,16 @@ TEST_CASE("messages leave one per line, whole and in order") {
   ::close(output.read);
 }
 
+TEST_CASE("stdout that is a pipe is grown to hold a large reply at once") {
+  PipePair input, output;
+  REQUIRE(::fcntl(output.read, F_GETPIPE_SZ) == 64 * 1024);
+  asio::io_context io;
+  mcp::StdioTransport transport(io, sandbox::UniqueFd(input.read), sandbox::UniqueFd(output.write));
+  CHECK(::fcntl(output.read, F_GETPIPE_SZ) == mcp::kOutputPipeBytes);
+  ::close(input.write);
+  ::close(output.read);
+}
+
 TEST_CASE("a reader taking one message at a time gets the rest on resume, end of input last") {
   PipePair input, output;
   asio::io_context io;
