@@ -757,6 +757,45 @@ report(spawned=True)
       `daemon outlived the run: ${hostProcessesWith(daemonTag)}`);
   });
 
+  test('a run that signals its init as the zygote does for a session still leaves nothing running', async () => {
+    // The zygote's SIGUSR1 makes a session's init outlive step 0's process; from inside a run,
+    // kill() shows the sender's pid and sigqueue cannot claim SI_USER, so the init ignores both.
+    const daemonTag = `${tag}-usr1`;
+    const probe = `
+import ctypes, signal, struct
+def attempt_kill():
+    try:
+        os.kill(1, signal.SIGUSR1)
+        return 'sent'
+    except OSError as e:
+        return e.strerror
+libc = ctypes.CDLL(None, use_errno=True)
+def queue(code):
+    # siginfo: signo, errno, code, (pad), si_pid 0, si_uid 0, the rest zero: 128 bytes
+    info = struct.pack('iiii', signal.SIGUSR1, 0, code, 0) + struct.pack('iI', 0, 0) + bytes(104)
+    ctypes.set_errno(0)
+    r = libc.syscall(129, 1, signal.SIGUSR1, ctypes.create_string_buffer(info, 128))  # rt_sigqueueinfo
+    return 'sent' if r == 0 else os.strerror(ctypes.get_errno())
+killed = attempt_kill()
+as_user = queue(0)
+as_queue = queue(-1)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        detach_stdio()
+        os.execv('/bin/sh', ['/bin/sh', '-c', 'while :; do sleep 1; done', ${JSON.stringify(daemonTag)}])
+    os._exit(0)
+os.wait()
+report(spawned=True, killed=killed, as_user=as_user, as_queue=as_queue)
+`;
+    const { probe: p } = await inside(client, probe);
+    assert.equal(p.spawned, true, JSON.stringify(p));
+    assert.notEqual(p.as_user, 'sent', JSON.stringify(p));  // the kernel refuses a forged SI_USER
+    assert.ok(await waitUntil(() => hostProcessesWith(daemonTag).length === 0, 3000),
+      `daemon outlived the run after SIGUSR1 to its init (${JSON.stringify(p)}): ${hostProcessesWith(daemonTag)}`);
+    await assertHealthy(client);
+  });
+
   test('sys.path directories and installer caches cannot be written', async () => {
     const home = os.homedir();
     const caches = [

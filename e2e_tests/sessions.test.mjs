@@ -210,7 +210,7 @@ len(df)
     assert.ok(arrived > 0, 'in 8 tries, step 3 never reached the process as it ended');
   });
 
-  test('a step that kills the process of its previous state, or its whole session, is answered as such', async () => {
+  test('a step that kills the process of its previous state, or every other process of its session, is answered as such', async () => {
     const id = await createSession(conn.client);
     await step(conn.client, id, 'x = 1');
     // (It sleeps, so that the server sees the death while the step runs.)
@@ -233,17 +233,41 @@ len(df)
     assert.equal((await step(conn.client, id, 'x + 1')).sc.return_value?.repr, '3');
     await call(conn.client, 'close_session', { session_id: id });
 
+    // kill(-1) spares only the sandbox's init and the step's own process: every other state goes,
+    // step 0's included, and the step's process holds the session's only state from then on.
+    const survivor = await createSession(conn.client);
+    await step(conn.client, survivor, 'x = 1');
+    const all = await step(conn.client, survivor, 'import os, time\nos.kill(-1, 9)\ntime.sleep(0.5)\nx += 1\nx');
+    assert.equal(all.result.isError, false, all.text);
+    assert.equal(all.sc.return_value?.repr, '2', all.text);
+    assert.equal(all.sc.session.kept, true, all.text);
+    assert.equal(all.sc.session.step, 2, all.text);
+    assert.match(all.text, /the snapshot of step 0 was lost/);
+    for (let i = 0; i < 50; i++) {
+      listed = (await call(conn.client, 'list_sessions')).text;
+      if (new RegExp(`${survivor}[^\n]*\n[^\n]*kept steps: 2\\b`).test(listed)) break;
+      await sleep(100);
+    }
+    assert.match(listed, new RegExp(`${survivor}[^\n]*\n[^\n]*kept steps: 2\\b`), listed);
+    const toZero = await call(conn.client, 'reset_session', { session_id: survivor, step: 0 });
+    assert.equal(toZero.result.isError, true, toZero.text);
+    assert.match(toZero.text, /step 0 is no longer kept/);
+    const after = await step(conn.client, survivor, 'x + 1');
+    assert.equal(after.sc.return_value?.repr, '3', after.text);
+    assert.equal(after.sc.session.step, 3, after.text);
+    await call(conn.client, 'close_session', { session_id: survivor });
+
+    // The same step then dying itself leaves nothing: the session has ended, and says so.
     const doomed = await createSession(conn.client);
     await step(conn.client, doomed, 'x = 1');
-    // (It sleeps, so that the server sees the session end while the step runs.)
-    const all = await step(conn.client, doomed, 'import os, time\nos.kill(-1, 9)\ntime.sleep(0.5)');
-    assert.equal(all.result.isError, true, all.text);
-    assert.notEqual(all.sc.end_reason, 'cancelled', all.text);  // nobody cancelled it
-    assert.equal(all.sc.session.kept, false, all.text);
-    assert.match(all.text, /the session ended/);
+    const gone = await step(conn.client, doomed, 'import os, time\nos.kill(-1, 9)\ntime.sleep(0.3)\nos._exit(3)');
+    assert.equal(gone.result.isError, true, gone.text);
+    assert.notEqual(gone.sc.end_reason, 'cancelled', gone.text);  // nobody cancelled it
+    assert.equal(gone.sc.session.kept, false, gone.text);
+    assert.match(gone.text, /the session ended|the session has ended/);
     const next = await step(conn.client, doomed, 'x');
     assert.equal(next.result.isError, true, next.text);
-    assert.match(next.text, /has ended: its interpreter ended \(create_session makes a new one\)/);
+    assert.match(next.text, /has ended: (its sandbox ended|every state it held was lost).*\(create_session makes a new one\)/);
   });
 
   test('a step that kills the process of its previous state on its first line still ran, and is kept', async () => {

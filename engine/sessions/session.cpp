@@ -187,7 +187,8 @@ void Session::run_step(StepParams params, StepDone done) {
       e.max_rss_kb = m.max_rss_kb;
       if (exited) exited(e);
     };
-    box->watch_step(running->step_id, running->in_place ? running->head->id() : 0, std::move(watch));
+    const auto in_place_holder = running->in_place ? std::optional(running->head->id()) : std::nullopt;
+    box->watch_step(running->step_id, in_place_holder, std::move(watch));
     // To the head's spare, forked ahead: it is the step's process (and started, as of now). Else
     // to the head, which forks the step's process.
     if (auto spare = running->head->send_step_to_spare(step, step_fds)) {
@@ -297,6 +298,9 @@ void Session::finish_step(const std::shared_ptr<Running>& running, RunEvidence e
               std::to_string(history_.head()) + ", its latest snapshot";
     } else if (!released_.empty()) {
       note += (note.empty() ? "" : " ") + std::string("this step was not kept: the session ended (") + released_ + ")";
+    } else if (history_.empty()) {
+      note += (note.empty() ? "" : " ") + std::string("this step was not kept: ") + why +
+              "; no state of the session is left (the processes holding them ended), so the session has ended";
     } else {
       note += (note.empty() ? "" : " ") + std::string("this step was not kept: ") + why +
               "; the session continues from step " + std::to_string(history_.head()) +
@@ -382,6 +386,11 @@ void Session::holder_gone(std::uint64_t holder_id) {
   std::string lost;
   for (const auto step : kept_before) {
     if (!history_.has(step)) lost += (lost.empty() ? "" : ", ") + std::to_string(step);
+  }
+  if (history_.empty()) {
+    // Nothing left to continue from (a step of a session sharing its sandbox killed its
+    // processes): the session ends (Sessions, told by states_lost()).
+    return;
   }
   if (new_head) {
     pending_note_ += (pending_note_.empty() ? "" : " ") + std::string("the state of step ") + std::to_string(head) +

@@ -68,6 +68,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string reset(std::uint64_t step);
   // A process of the sandbox is gone: the steps it held are forgotten.
   void holder_gone(std::uint64_t holder_id);
+  // Every state it held is gone and no step is under way to make a new one: it cannot go on.
+  bool states_lost() const { return history_.empty() && running_ == nullptr; }
   // Lets go of every process this session holds (the sandbox itself is its owner's to close), for
   // `why`. A step under way is answered as cancelled or, when the sandbox ended under it
   // (`ended`), as failed for that reason; either way its result says the session ended.

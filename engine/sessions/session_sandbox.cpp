@@ -133,7 +133,7 @@ std::shared_ptr<HolderLink> SessionSandbox::add_holder(std::uint64_t step_id, Un
   return link;
 }
 
-void SessionSandbox::watch_step(std::uint64_t step_id, std::uint64_t in_place_holder, StepWatch watch) {
+void SessionSandbox::watch_step(std::uint64_t step_id, std::optional<std::uint64_t> in_place_holder, StepWatch watch) {
   steps_[step_id] = Watched{in_place_holder, std::move(watch)};
 }
 
@@ -154,8 +154,8 @@ void SessionSandbox::on_ready(const std::shared_ptr<HolderLink>& link, const zyg
   }
   const auto it = steps_.find(ready.step_id);
   if (it == steps_.end()) return;
-  const bool own = it->second.in_place_holder != 0 ? link->id() == it->second.in_place_holder
-                                                   : link->id() == ready.step_id;
+  const bool own = it->second.in_place_holder ? link->id() == *it->second.in_place_holder
+                                               : link->id() == ready.step_id;
   if (!own) return;
   link->set_ready();
   link->set_tasks(ready.tasks);
@@ -164,7 +164,7 @@ void SessionSandbox::on_ready(const std::shared_ptr<HolderLink>& link, const zyg
 
 void SessionSandbox::step_started(const zygote::StepStartedMessage& started, UniqueFd pidfd) {
   const auto it = steps_.find(started.step_id);
-  if (it == steps_.end() || it->second.in_place_holder != 0) return;
+  if (it == steps_.end() || it->second.in_place_holder) return;
   if (const auto h = holders_.find(started.step_id); h != holders_.end()) {
     if (auto link = h->second.lock(); link && pidfd) {
       link->set_pidfd(UniqueFd(::fcntl(pidfd.get(), F_DUPFD_CLOEXEC, 3)));
@@ -176,7 +176,7 @@ void SessionSandbox::step_started(const zygote::StepStartedMessage& started, Uni
 void SessionSandbox::on_exited(const zygote::StepExitedMessage& exited) {
   // A step's own process, or (its parent reporting) a process that was running a step in place.
   auto it = steps_.find(exited.step_id);
-  if (it == steps_.end() || it->second.in_place_holder != 0) {
+  if (it == steps_.end() || it->second.in_place_holder) {
     it = steps_.end();
     for (auto s = steps_.begin(); s != steps_.end(); ++s) {
       if (s->second.in_place_holder == exited.step_id) it = s;
@@ -188,7 +188,11 @@ void SessionSandbox::on_exited(const zygote::StepExitedMessage& exited) {
 }
 
 void SessionSandbox::on_gone(std::uint64_t holder_id) {
-  if (holder_id == 0) {
+  // The root before it held step 0: the session never started. Once it has, the root is one
+  // state's process among others (a step may kill it and live on); the sandbox ends with its
+  // init, which outlives the root while any process of the session lives.
+  if (ended_flag_) return;
+  if (holder_id == 0 && ready_) {
     end(root_ && !root_->failure().empty() ? root_->failure() : "its interpreter ended");
     return;
   }
@@ -196,7 +200,7 @@ void SessionSandbox::on_gone(std::uint64_t holder_id) {
   // after a grace. The parent may be gone too (a step that killed its holder, then died): then
   // nothing else would answer the step before its timeout.
   for (auto& [step_id, watched] : steps_) {
-    const bool runs_there = watched.in_place_holder != 0 ? watched.in_place_holder == holder_id : step_id == holder_id;
+    const bool runs_there = watched.in_place_holder ? *watched.in_place_holder == holder_id : step_id == holder_id;
     if (!runs_there) continue;
     auto timer = std::make_shared<asio::steady_timer>(io_);
     timer->expires_after(kExitReportGrace);

@@ -57,8 +57,8 @@ class SessionSandbox : public std::enable_shared_from_this<SessionSandbox> {
   std::uint64_t next_step_id() { return next_step_id_++; }
 
   // Routes the messages about step `step_id` to `watch`; `in_place_holder`: the process that
-  // runs it itself (0 when the step has a process of its own).
-  void watch_step(std::uint64_t step_id, std::uint64_t in_place_holder, StepWatch watch);
+  // runs it itself (none when the step has a process of its own).
+  void watch_step(std::uint64_t step_id, std::optional<std::uint64_t> in_place_holder, StepWatch watch);
   void unwatch_step(std::uint64_t step_id);
   // Step `started.step_id`'s process runs, and this is its pidfd: from STEP_STARTED, or from the
   // server itself when it sent the step to a spare.
@@ -87,7 +87,7 @@ class SessionSandbox : public std::enable_shared_from_this<SessionSandbox> {
 
  private:
   struct Watched {
-    std::uint64_t in_place_holder = 0;
+    std::optional<std::uint64_t> in_place_holder;
     StepWatch watch;
   };
   void wire(const std::shared_ptr<HolderLink>& link);

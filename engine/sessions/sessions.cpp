@@ -71,7 +71,9 @@ void Sessions::wire(const std::shared_ptr<SessionSandbox>& sandbox) {
     if (!alive.lock()) return;
     for (const auto& id : table_.all_ids()) {
       auto* e = table_.find_any(id);
-      if (e != nullptr && e->value->sandbox().get() == raw) e->value->holder_gone(holder_id);
+      if (e == nullptr || e->value->sandbox().get() != raw) continue;
+      e->value->holder_gone(holder_id);
+      if (e->value->states_lost()) end_lost(id, e->owner);
     }
   });
   sandbox->on_ended([this, alive, raw](const std::string& why) {
@@ -104,7 +106,19 @@ std::shared_ptr<Session> Sessions::find(const std::string& owner, const std::str
 
 void Sessions::set_busy(const std::string& id, bool busy) {
   table_.set_busy(id, busy, Clock::now());
+  // A step that ended with no state of its session left (it killed them, then was not kept).
+  if (auto* e = table_.find_any(id); e != nullptr && !busy && e->value->states_lost()) {
+    end_lost(id, e->owner);
+    return;
+  }
   schedule_expiry();
+}
+
+void Sessions::end_lost(const std::string& id, std::string owner) {
+  const std::string why = "every state it held was lost (their processes ended)";
+  spdlog::warn("session {} ended: {}", id, why);
+  forget_ended(id, std::move(owner), why);
+  close_session(id, why, true);
 }
 
 SessionReply Sessions::fork(const std::string& owner, const std::string& id, std::optional<std::uint64_t> step) {

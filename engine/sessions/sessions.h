@@ -77,6 +77,8 @@ class Sessions {
   // `ended`: its sandbox ended under it (not closed by anyone).
   void close_session(const std::string& id, const std::string& why, bool ended = false);
   void forget_ended(const std::string& id, std::string owner, std::string why);
+  // Ends a session none of whose states is left (Session::states_lost).
+  void end_lost(const std::string& id, std::string owner);
   // A creation for `owner` is answered: why its owner is gone meanwhile, if it is.
   std::optional<std::string> creation_answered(const std::string& owner);
   void schedule_expiry();

@@ -8,12 +8,17 @@ namespace engine {
 StepHistory::StepHistory(Handle root) { steps_[0] = root; }
 
 StepHistory StepHistory::fork_at(std::uint64_t step) const {
-  StepHistory copy(steps_.at(0));
+  StepHistory copy;
   for (const auto& [n, handle] : steps_) {
     if (n <= step) copy.steps_[n] = handle;
   }
   copy.head_ = step;
   return copy;
+}
+
+StepHistory::Handle StepHistory::head_handle() const {
+  const auto it = steps_.find(head_);
+  return it == steps_.end() ? kNoHandle : it->second;
 }
 
 std::optional<StepHistory::Handle> StepHistory::handle_of(std::uint64_t step) const {
@@ -44,8 +49,9 @@ std::vector<StepHistory::Handle> StepHistory::advance(Handle handle, std::size_t
   steps_[head_] = handle;
   std::vector<Handle> released;
   // Step 0 stays; of the others, the last `keep`.
-  while (steps_.size() - 1 > keep) {
-    const auto oldest = std::next(steps_.begin());
+  const std::size_t zero = steps_.count(0);
+  while (steps_.size() - zero > keep) {
+    const auto oldest = std::next(steps_.begin(), static_cast<std::ptrdiff_t>(zero));
     const Handle h = oldest->second;
     steps_.erase(oldest);
     if (!holds(h)) released.push_back(h);
@@ -86,15 +92,16 @@ StepHistory::Rewind StepHistory::rewind(std::uint64_t step) {
 std::optional<std::uint64_t> StepHistory::forget(Handle handle) {
   const bool was_head = steps_.count(head_) != 0 && steps_.at(head_) == handle;
   for (auto it = steps_.begin(); it != steps_.end();) {
-    if (it->second == handle && it->first != 0) {
+    if (it->second == handle) {
       it = steps_.erase(it);
     } else {
       ++it;
     }
   }
   if (!was_head) return std::nullopt;
-  auto it = steps_.upper_bound(head_);
-  head_ = std::prev(it)->first;  // step 0 is always there
+  const auto it = steps_.upper_bound(head_);
+  if (it == steps_.begin()) return std::nullopt;  // nothing at or before the head: empty()
+  head_ = std::prev(it)->first;
   return head_;
 }
 

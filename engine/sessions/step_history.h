@@ -2,8 +2,8 @@
 // (engine/sessions/holder_link.h), and which one the next step starts from (the head). Pure
 // bookkeeping: which handles a change releases is returned, the caller lets those processes go.
 //
-// Retention: step 0 (the fresh interpreter) is always kept, plus the last `keep` steps up to the
-// head (--session-snapshots). Rewinding to a step drops the steps after it; the next step is then
+// Retention: step 0 (the fresh interpreter) is kept while its process lives, plus the last `keep`
+// steps up to the head (--session-snapshots). Rewinding to a step drops the steps after it; the next step is then
 // numbered from there. A step run in place (the interpreter had threads) leaves no snapshot: its
 // process now holds the new step, so the step it started from is gone.
 #pragma once
@@ -19,6 +19,8 @@ namespace engine {
 class StepHistory {
  public:
   using Handle = std::uint64_t;
+  // head_handle() of a history whose every state is gone.
+  static constexpr Handle kNoHandle = ~Handle{0};
 
   explicit StepHistory(Handle root);
   // A copy continuing from `step` (a fork): the steps up to it, `step` the head. The caller has
@@ -26,7 +28,9 @@ class StepHistory {
   StepHistory fork_at(std::uint64_t step) const;
 
   std::uint64_t head() const { return head_; }
-  Handle head_handle() const { return steps_.at(head_); }
+  Handle head_handle() const;
+  // Every state it held is gone (forget): there is nothing to continue from.
+  bool empty() const { return steps_.empty(); }
   std::uint64_t next_step() const { return head_ + 1; }
   bool has(std::uint64_t step) const { return steps_.count(step) != 0; }
   std::optional<Handle> handle_of(std::uint64_t step) const;
@@ -46,15 +50,17 @@ class StepHistory {
   };
   Rewind rewind(std::uint64_t step);
 
-  // The process `handle` is gone: its steps are forgotten; when the head was among them, the
-  // latest step before it that is still kept becomes the head. Returns the new head when it
-  // changed.
+  // The process `handle` is gone: its steps are forgotten (step 0's too); when the head was among
+  // them, the latest step before it that is still kept becomes the head. Returns the new head
+  // when it changed (nullopt too when none is left: then empty()).
   std::optional<std::uint64_t> forget(Handle handle);
 
   // "0, 3-7": the steps that can be rewound to.
   std::string describe() const;
 
  private:
+  StepHistory() = default;
+
   std::map<std::uint64_t, Handle> steps_;
   std::uint64_t head_ = 0;
 };

@@ -10,7 +10,7 @@
 //     init: id maps, mounts; fork --> script process: identity, landlock scoping, seccomp (all
 //           while a spare), then cgroup join, rlimits, runner stub (the script); init then only reaps and reports the
 //           script's status through a per-run status pipe, so a script dying of a signal is
-//           reported as such.
+//           reported as such (a session's init: once its last process has ended).
 //   (--direct-spares 1: each spare is announced with SPARE and its hand-off socket; the server
 //   sends the run to it itself and tells us with TAKEN, so a run does not wake the zygote on its
 //   way in. Runs the server has no spare for still come as RUN.)
@@ -53,6 +53,7 @@
 #include "engine/zygote/libpython.h"
 #include "engine/zygote/protocol.h"
 #include "engine/zygote/session_holder.h"
+#include "engine/zygote/session_signal.h"
 #include "engine/zygote/spare_policy.h"
 #include "engine/zygote/written_pages.h"
 #include "python_stubs/mpes_python_stubs.h"
@@ -296,11 +297,19 @@ void note_terminate(int) {
   errno = saved;
 }
 
-// A run's init: reaps every process of the run until the script itself has ended, adding up the
-// CPU and peak memory of each. True with the script's wait status in `record`; false when
-// waiting failed, or when SIGTERM (unsandboxed runs' inits) asked the init to stop first.
+// A sandboxed run's init that holds a session (engine/zygote/session_signal.h).
+volatile sig_atomic_t g_session_init = 0;
+void note_session(int, siginfo_t* info, void*) {
+  if (z::sent_by_zygote(*info)) g_session_init = 1;
+}
+
+// A run's init: reaps every process of the run until the script itself has ended (a session's
+// init: until no process is left), adding up the CPU and peak memory of each. True with the
+// script's wait status in `record`; false when waiting failed, or when SIGTERM (unsandboxed
+// runs' inits) asked the init to stop first.
 bool reap_until_script_ends(pid_t script, StatusRecord& record) {
   record.kind = StatusRecord::script_exited;
+  bool script_ended = false;
   for (;;) {
     int status = 0;
     rusage usage{};
@@ -312,8 +321,10 @@ bool reap_until_script_ends(pid_t script, StatusRecord& record) {
     }
     if (p == script) {
       record.wait_status = status;
-      return true;
+      if (!g_session_init) return true;
+      script_ended = true;
     }
+    if (p < 0 && errno == ECHILD && script_ended) return true;
     if (p < 0 && (errno != EINTR || g_terminate)) return false;
   }
 }
@@ -446,7 +457,11 @@ int Zygote::start() {
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
-  if (::sigprocmask(SIG_BLOCK, &chld, nullptr) != 0) {
+  // kSessionSignal too: the runs' inits are cloned with it blocked, so that the zygote's word
+  // that one holds a session (note_session) waits for the init's handler instead of being lost.
+  sigset_t blocked = chld;
+  sigaddset(&blocked, z::kSessionSignal);
+  if (::sigprocmask(SIG_BLOCK, &blocked, nullptr) != 0) {
     log(std::string("sigprocmask: ") + std::strerror(errno));
     return 1;
   }
@@ -854,6 +869,9 @@ bool Zygote::dispatch(const z::RunMessage& run, std::vector<UniqueFd>& fds) {
     if (ready == spares_.end()) return false;  // ours is being linked (routed)
     Spare spare = std::move(*ready);
     spares_.erase(ready);
+    // A session's init outlives step 0's process (session_signal.h): told before the RUN can
+    // reach the process. (Unsandboxed, the init is the plain one, which is not told.)
+    if ((run.flags & z::kRunFlagSession) != 0 && options_.isolate) ::kill(spare.pid, z::kSessionSignal);
     if (z::send_message(spare.handoff.get(), run, raw) != 0) {
       abandoned_.emplace(spare.pid, std::move(spare));  // reaped (and logged) when it exits
       continue;
@@ -943,9 +961,23 @@ void Zygote::run_init(const sandbox::ChildSpec& spec) {
   } catch (const std::exception& e) {
     setup_failed(e.what());
   }
+  // The zygote may tell this init it holds a session (note_session) from the moment it is
+  // cloned: the signal stays blocked (as in the zygote) until the handler is there, then comes.
+  // The script process does not keep the handler (and sets its own mask).
+  struct sigaction session_signal {};
+  session_signal.sa_sigaction = note_session;
+  session_signal.sa_flags = SA_SIGINFO | SA_RESTART;
+  ::sigaction(z::kSessionSignal, &session_signal, nullptr);
   const pid_t script = ::fork();
   if (script < 0) setup_failed("fork of the script process failed");
-  if (script == 0) run_script(spec);
+  if (script == 0) {
+    ::signal(z::kSessionSignal, SIG_DFL);
+    run_script(spec);
+  }
+  sigset_t session_word;
+  sigemptyset(&session_word);
+  sigaddset(&session_word, z::kSessionSignal);
+  ::sigprocmask(SIG_UNBLOCK, &session_word, nullptr);
 
   // init: holds nothing of the run's, cannot be inspected, reaps everything, reports the script.
   for (int fd = 0; fd < kStatusFd; ++fd) ::close(fd);

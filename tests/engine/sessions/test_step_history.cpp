@@ -9,7 +9,7 @@
 using engine::StepHistory;
 using Handles = std::vector<StepHistory::Handle>;
 
-TEST_CASE("step 0 is always kept, plus the last N steps", "[sessions]") {
+TEST_CASE("step 0 is kept, plus the last N steps", "[sessions]") {
   StepHistory h(100);
   CHECK(h.head() == 0);
   CHECK(h.kept() == std::vector<std::uint64_t>{0});
@@ -76,7 +76,35 @@ TEST_CASE("a process that is gone takes its steps; the head falls back to the la
   CHECK(h.kept() == std::vector<std::uint64_t>{0, 2});
   CHECK(h.forget(3) == 0u);
   CHECK(h.head() == 0);
-  // Step 0's entry survives its handle (the session then ends with its sandbox).
-  CHECK(h.forget(1) == 0u);
-  CHECK(h.kept() == std::vector<std::uint64_t>{0});
+  // Step 0's process gone too: nothing is left to continue from.
+  CHECK_FALSE(h.forget(1));
+  CHECK(h.empty());
+  CHECK(h.kept().empty());
+  CHECK(h.head_handle() == StepHistory::kNoHandle);
+  CHECK_FALSE(h.has(0));
+}
+
+TEST_CASE("step 0 goes when its process does; retention and forks go on without it", "[sessions]") {
+  // A step killed every other process of its session (kill(-1)), step 0's among them: its own
+  // process holds the only state left.
+  StepHistory h(1);
+  h.advance(2, 2);
+  h.advance(3, 2);
+  CHECK_FALSE(h.forget(1));
+  CHECK_FALSE(h.forget(2));
+  CHECK(h.kept() == std::vector<std::uint64_t>{2});
+  CHECK(h.describe() == "2");
+  CHECK(h.head_handle() == 3);
+  CHECK(h.rewind(0).error == "step 0 is no longer kept (kept: 2; --session-snapshots sets how many)");
+  // The last 2 steps, with no step 0 to spare.
+  CHECK(h.advance(4, 2).empty());
+  CHECK(h.advance(5, 2) == Handles{3});
+  CHECK(h.kept() == std::vector<std::uint64_t>{3, 4});
+  const StepHistory f = h.fork_at(3);
+  CHECK(f.kept() == std::vector<std::uint64_t>{3});
+  CHECK(f.head_handle() == 4);
+  // Its head's process gone with no earlier step kept: empty.
+  CHECK_FALSE(h.forget(4));  // step 3, not the head
+  CHECK_FALSE(h.forget(5));
+  CHECK(h.empty());
 }
