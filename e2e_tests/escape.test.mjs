@@ -733,16 +733,19 @@ while True:
     await assertHealthy(server.client);
   });
 
-  test('a setsid double-fork daemon does not outlive the run', async () => {
-    const daemonTag = `${tag}-daemon`;
-    const probe = `
+  // Python that leaves a setsid double-fork daemon running, its command line tagged `daemonTag`.
+  const spawnDaemon = (daemonTag) => `
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         detach_stdio()
         os.execv('/bin/sh', ['/bin/sh', '-c', 'while :; do sleep 1; done', ${JSON.stringify(daemonTag)}])
     os._exit(0)
-os.wait()
+os.wait()`;
+
+  test('a setsid double-fork daemon does not outlive the run', async () => {
+    const daemonTag = `${tag}-daemon`;
+    const probe = `${spawnDaemon(daemonTag)}
 report(spawned=True)
 `;
     // Control: outside the daemon survives the prober, and the host scan sees it.
@@ -779,13 +782,7 @@ def queue(code):
 killed = attempt_kill()
 as_user = queue(0)
 as_queue = queue(-1)
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        detach_stdio()
-        os.execv('/bin/sh', ['/bin/sh', '-c', 'while :; do sleep 1; done', ${JSON.stringify(daemonTag)}])
-    os._exit(0)
-os.wait()
+${spawnDaemon(daemonTag)}
 report(spawned=True, killed=killed, as_user=as_user, as_queue=as_queue)
 `;
     const { probe: p } = await inside(client, probe);

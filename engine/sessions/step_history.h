@@ -2,10 +2,11 @@
 // (engine/sessions/holder_link.h), and which one the next step starts from (the head). Pure
 // bookkeeping: which handles a change releases is returned, the caller lets those processes go.
 //
-// Retention: step 0 (the fresh interpreter) is kept while its process lives, plus the last `keep`
-// steps up to the head (--session-snapshots). Rewinding to a step drops the steps after it; the next step is then
-// numbered from there. A step run in place (the interpreter had threads) leaves no snapshot: its
-// process now holds the new step, so the step it started from is gone.
+// Retention: step 0 (the fresh interpreter) is kept while its process lives, plus the last
+// `keep` steps up to the head (--session-snapshots). Rewinding to a step drops the steps after
+// it; the next step is then numbered from there. A step run in place (the interpreter had
+// threads) leaves no snapshot: its process now holds the new step, so the step it started from
+// is gone.
 #pragma once
 
 #include <cstdint>
