@@ -376,6 +376,8 @@ def _measure_workload(session: server_runs.Session, baselines: list[bl.Baseline]
             py.measure(_slice(py.target - len(py.samples), left))
     srv.measure(srv.target - len(srv.samples))  # what failed calls left short, budget permitting
     if floor_series is not None:
+        floor_series = _floor_cpu(floor_series, systems)
+    if floor_series is not None:
         systems["floor"] = dict(floor_series.result(), title=floor_series.process.workload.title)
         floor_series.process.close()
         say(f"bench: {systems['floor']['title']}: {_lat(systems['floor']['latency_ms'])}, "
@@ -428,6 +430,14 @@ def _start_floor(floor: Optional[fl.FloorSetup], w, plan: Plan, systems: dict):
     except fl.FloorError as e:
         return _floor_failed(series, e, systems)
     return series
+
+
+def _floor_cpu(series: fl.FloorSeries, systems: dict):
+    try:
+        series.measure_cpu()
+        return series
+    except fl.FloorError as e:
+        return _floor_failed(series, e, systems)
 
 
 def _floor_slice(series: fl.FloorSeries, runs: int, systems: dict):

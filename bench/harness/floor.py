@@ -188,6 +188,13 @@ def cpu_per_run(runs: int, own_us: float, machine_s: Optional[float], harness_s:
             "machine_busy_share": share}
 
 
+# /proc/stat counts each CPU's busy time in ticks (10 ms): each reading of the machine is off by
+# up to a tick per CPU, more than ten hello runs cost. So the floor's CPU per run comes from one
+# reading of its own, around runs enough to keep the machine busy this long (±2% on 2 CPUs),
+# when the measured slices were shorter (bench --quick: 10 runs).
+CPU_READING_BUSY_S = 1.0
+
+
 class FloorSeries:
     """The floor's runs of one workload, taken in slices like the baselines' (same time budget)."""
 
@@ -212,6 +219,8 @@ class FloorSeries:
         self.wall_s = 0.0
         self.cut_short = False
         self._measuring_s = 0.0
+        # measure_cpu's own reading (runs, floor's own µs, machine s, harness s, wall s).
+        self.cpu_reading: Optional[tuple[int, int, float, float, float]] = None
 
     @property
     def done(self) -> bool:
@@ -238,6 +247,35 @@ class FloorSeries:
         self.wall_s += t1 - t0
         self.add(b)
 
+    def measure_cpu(self, busy_s: float = CPU_READING_BUSY_S, max_wall_s: float = 10.0,
+                    first_batch: int = 20) -> None:
+        """The floor's CPU per run from one reading of the machine around batches of runs (not
+        latency samples), until the machine's busy time reached `busy_s` or `max_wall_s` passed;
+        nothing when the measured slices already kept it that busy."""
+        if self.machine_s >= busy_s:
+            return
+        runs, own_us, errors = 0, 0, 0
+        t0 = time.monotonic()
+        m0, h0 = self._machine_busy_s(), self._harness_s()
+        batch = first_batch
+        while True:
+            b = self.process.batch(batch, self.run_timeout * batch)
+            runs += b.get("runs", 0)
+            own_us += b.get("cpu_us", 0)
+            errors += b.get("errors", 0)
+            if self.first_error is None and b.get("first_error"):
+                self.first_error = b["first_error"]
+            busy = self._machine_busy_s() - m0
+            wall = time.monotonic() - t0
+            if busy >= busy_s or wall >= max_wall_s or not b.get("runs"):
+                break
+            # Enough for what is left, at what a run has cost so far (ticks: at least the wall's).
+            per_run = max(busy, own_us / 1e6, 1e-6) / runs
+            batch = max(1, min(2000, int((busy_s - busy) / per_run) + 1))
+        self.errors += errors
+        self.cpu_reading = (runs, own_us, self._machine_busy_s() - m0, self._harness_s() - h0,
+                            time.monotonic() - t0)
+
     def add(self, b: dict) -> None:
         self.samples.extend(b.get("samples_ns") or [])
         self.runs += b.get("runs", 0)
@@ -252,9 +290,12 @@ class FloorSeries:
                 "errors": self.errors, "first_error": self.first_error,
                 "cut_short_by_budget": self.cut_short, "runs": self.runs,
                 # What the cores must spend per run: the machine's busy time over the batches
-                # (cpu_ms_per_run), with the floor's processes' own beside it.
-                **cpu_per_run(self.runs, self.cpu_us, self.machine_s, self.harness_s, self.wall_s,
-                              os.cpu_count()),
+                # (cpu_ms_per_run), with the floor's processes' own beside it; from measure_cpu's
+                # reading when it took one.
+                **(cpu_per_run(*self.cpu_reading, os.cpu_count()) if self.cpu_reading else
+                   cpu_per_run(self.runs, self.cpu_us, self.machine_s, self.harness_s, self.wall_s,
+                               os.cpu_count())),
+                "cpu_runs": self.cpu_reading[0] if self.cpu_reading else self.runs,
                 "page_faults_per_run": self.minflt / self.runs if self.runs else None,
                 "python_version": self.process.python_version,
                 "own_network": self.process.own_network}

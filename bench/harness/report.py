@@ -139,8 +139,9 @@ def floor_cpu_text(f: Optional[dict]) -> str:
     if f.get("cpu_from") == "machine" and own is not None:
         share = f.get("machine_busy_share")
         busy = f": the CPUs were {share * 100:.0f}% busy while its batches ran" if share is not None else ""
-        return (f"{cpu:.2f} ms of machine CPU per run ({own:.2f} ms in the floor's processes, the rest "
-                f"in kernel workers and any other load{busy})")
+        over = f" over {f['cpu_runs']} runs" if f.get("cpu_runs") else ""
+        return (f"{cpu:.2f} ms of machine CPU per run{over} ({own:.2f} ms in the floor's processes, the "
+                f"rest in kernel workers and any other load{busy})")
     if machine is not None:
         return (f"{cpu:.2f} ms of CPU per run in the floor's processes (the machine's busy time read "
                 f"{machine:.2f} ms per run, below that, which only noise can do: the floor's own is used)")

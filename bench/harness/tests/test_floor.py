@@ -82,6 +82,36 @@ class FloorProtocolTest(unittest.TestCase):
         self.assertEqual(r["errors"], 0)
         self.assertTrue(series.done)
 
+    def test_the_cpu_per_run_is_read_over_runs_enough_to_keep_the_machine_busy(self):
+        proc = self._start("ok")
+        self.addCleanup(proc.close)
+        # Each run keeps the machine busy 2 ms: ten measured runs are 20 ms, two ticks of
+        # /proc/stat; the reading of its own goes on until 0.1 s (50 runs), in one reading.
+        clock = {"busy": 0.0}
+        def machine():
+            return clock["busy"]
+        def batch(runs, timeout, real=proc.batch):
+            clock["busy"] += 0.002 * runs
+            return real(runs, timeout)
+        proc.batch = batch
+        series = fl.FloorSeries(proc, target=10, machine_busy_s=machine, harness_s=lambda: 0.0)
+        series.measure(10)
+        self.assertAlmostEqual(series.result()["machine_cpu_ms_per_run"], 2.0)
+        self.assertEqual(series.result()["cpu_runs"], 10)
+        series.measure_cpu(busy_s=0.1, first_batch=7)
+        r = series.result()
+        self.assertEqual(r["latency_ms"]["n"], 10)  # its runs are not latency samples
+        self.assertEqual(r["cpu_runs"], 50)         # 7, then what was left of 0.1 s: 43
+        self.assertAlmostEqual(r["machine_cpu_ms_per_run"], 2.0)
+        self.assertAlmostEqual(r["own_cpu_ms_per_run"], 1.5)
+        self.assertEqual(r["cpu_from"], "machine")
+        # Slices already as long as that need no reading of their own.
+        again = fl.FloorSeries(proc, target=100, machine_busy_s=machine, harness_s=lambda: 0.0)
+        again.measure(60)
+        again.measure_cpu(busy_s=0.1)
+        self.assertIsNone(again.cpu_reading)
+        self.assertEqual(again.result()["cpu_runs"], 60)
+
     def test_failed_runs_are_counted_with_the_first_reason(self):
         proc = self._start("flaky")
         self.addCleanup(proc.close)
