@@ -270,6 +270,30 @@ len(df)
     assert.match(next.text, /has ended: (its sandbox ended|every state it held was lost).*\(create_session makes a new one\)/);
   });
 
+  test('a fork whose every state a step of its origin killed has ended, and says why', async () => {
+    // A fork shares its origin's sandbox: kill(-1) in the origin takes the fork's processes too.
+    const origin = await createSession(conn.client);
+    await step(conn.client, origin, 'x = 1');
+    const f = await call(conn.client, 'fork_session', { session_id: origin, step: 1 });
+    assert.equal(f.result.isError, false, f.text);
+    const fork = f.sc.session_id;
+    const all = await step(conn.client, origin, 'import os, time\nos.kill(-1, 9)\ntime.sleep(0.5)\nx + 1');
+    assert.equal(all.sc.return_value?.repr, '2', all.text);
+    assert.equal(all.sc.session.kept, true, all.text);
+    let next;
+    for (let i = 0; i < 50; i++) {
+      next = await step(conn.client, fork, 'x');
+      if (next.result.isError) break;
+      await sleep(100);
+    }
+    assert.equal(next.result.isError, true, next.text);
+    assert.match(next.text, /has ended: every state it held was lost/);
+    assert.doesNotMatch((await call(conn.client, 'list_sessions')).text, new RegExp(fork));
+    // The origin goes on from the state its step left.
+    assert.equal(await valueOf(step(conn.client, origin, 'x + 2')), '3');
+    await call(conn.client, 'close_session', { session_id: origin });
+  });
+
   test('a step that kills the process of its previous state on its first line still ran, and is kept', async () => {
     // The step's process may run before its holder has done anything after the fork (or after
     // handing the step to a spare): the step started all the same, whenever the holder dies.
