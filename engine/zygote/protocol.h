@@ -20,7 +20,8 @@
 //   A run the server has no spare for goes to the zygote as RUN, as above.
 // A session (engine/sessions/) is a run whose RUN carries kRunFlagSession: its process does not
 // run a script but becomes the session's root interpreter, talking to the server over the socket
-// attached to RUN (engine/zygote/session_holder.h). On that socket, between the server and each
+// attached to RUN (engine/zygote/session_holder.h); the zygote tells its init first, which then
+// outlives that process while the session has others (engine/zygote/session_signal.h). On that socket, between the server and each
 // process holding a session's state (a "holder"):
 //   server -> holder  STEP          + fds {script, stdout, stderr, result, [child control socket],
 //                                   [files request]}: run one step (in a child, or in place)
