@@ -386,7 +386,9 @@ std::optional<EnvironmentStore::WarmRecord> EnvironmentStore::last_warm(const st
   auto text = read_small_file(path);
   if (!text) return std::nullopt;
   const auto end = text->find('\n');
-  WarmRecord record{text->substr(0, end), ::time(nullptr) - st.st_mtime};
+  // A file written this second may carry a time ahead of time()'s: the kernel stamps files from a
+  // finer clock (multigrain timestamps, Linux 6.13) than the seconds time() reads. Never negative.
+  WarmRecord record{text->substr(0, end), std::max<std::int64_t>(0, ::time(nullptr) - st.st_mtime)};
   return record;
 }
 
